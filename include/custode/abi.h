@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Map keys and values shared by the BPF engine and the userspace loader.
+ * Bump CUSTODE_ABI_VERSION on any change to a layout here: a pinned engine of
+ * another ABI version is never reused (see docs/engine.md).
+ */
+#ifndef CUSTODE_ABI_H
+#define CUSTODE_ABI_H
+
+#include "custode/types.h"
+#include "custode/reasons.h"
+
+#define CUSTODE_ABI_VERSION 1
+
+/* bpffs layout of the pinned engine */
+#define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"
+#define CUSTODE_PIN_MAPS CUSTODE_PIN_ROOT "/maps"
+#define CUSTODE_PIN_LINKS CUSTODE_PIN_ROOT "/links"
+
+/* Longest path the engine resolves, NUL included (the kernel's PATH_MAX). */
+#define CUSTODE_PATH_MAX 4096
+/*
+ * Bytes of path held in a rule key. A rule's path plus its '/' or NUL
+ * terminator must fit, so rule paths are at most CUSTODE_RULE_PATH_MAX - 1
+ * bytes; the policy compiler refuses longer ones. Longer *looked-up* paths
+ * still match correctly: every rule is shorter than the key, so the longest
+ * matching rule is always found within the key's bytes.
+ */
+#define CUSTODE_RULE_PATH_MAX 248
+
+#define CUSTODE_MAX_RUNS 4096
+#define CUSTODE_MAX_PATH_RULES 262144
+#define CUSTODE_EVENTS_BYTES (4u << 20)
+
+/* Access classes (DESIGN.md policy model). */
+enum custode_access {
+	CUSTODE_ACCESS_READ = 1u << 0,
+	CUSTODE_ACCESS_WRITE = 1u << 1,  /* modify existing */
+	CUSTODE_ACCESS_CREATE = 1u << 2,
+	CUSTODE_ACCESS_DELETE = 1u << 3,
+	CUSTODE_ACCESS_EXEC = 1u << 4,
+};
+#define CUSTODE_ACCESS_ALL 0x1fu
+
+/* Run flags, in struct custode_run.flags. */
+enum custode_run_flags {
+	CUSTODE_RUN_AUDIT = 1u << 0,     /* compute and report, deny nothing */
+	CUSTODE_RUN_CANCELLED = 1u << 1, /* cancellation started: deny everything */
+	CUSTODE_RUN_FILE = 1u << 2,      /* file policy applies */
+};
+
+/*
+ * Value of map custode_runs, keyed by the run cgroup's id (__u64). Written
+ * only by userspace (whole-value updates are atomic for BPF readers).
+ */
+struct custode_run {
+	__u64 run_id;
+	__u32 ruleset; /* key space of this run's rules in custode_path_rules */
+	__u32 flags;   /* enum custode_run_flags */
+	__u32 policy_version;
+	__u32 _pad0;
+};
+
+/*
+ * Value of map custode_counters, keyed like custode_runs. Bumped atomically
+ * by the engine, read by userspace: exact even when the event stream drops
+ * records. Kept apart from custode_run so userspace can rewrite a run's
+ * flags without losing concurrent increments.
+ */
+struct custode_counters {
+	__u64 denials[CUSTODE_REASON_KERNEL_MAX];
+};
+
+/* Key of map custode_path_rules (an LPM trie). */
+struct custode_path_key {
+	__u32 prefixlen; /* in bits: 32 for the ruleset + 8 per path byte */
+	__u32 ruleset;
+	__u8 path[CUSTODE_RULE_PATH_MAX];
+};
+
+/* Value of map custode_path_rules. */
+struct custode_path_rule {
+	__u32 allow; /* CUSTODE_ACCESS_* */
+	__u32 flags; /* reserved, 0 */
+};
+
+/* Engine-wide counters (per-CPU array, one entry). */
+struct custode_stats {
+	__u64 events;        /* records written */
+	__u64 events_dropped; /* records lost because the ring buffer was full */
+};
+
+/*
+ * Userspace-owned description of the pinned engine (array map
+ * custode_meta, one entry). Written by the loader after attach.
+ */
+struct custode_meta {
+	__u32 abi_version;
+	__u32 root_level;   /* cgroup level of custode's root cgroup */
+	__u64 root_cgroup_id;
+	__u32 classes;      /* enum custode_class loaded */
+	__u32 next_ruleset; /* allocator, under the engine lock */
+	__u64 loaded_at;    /* CLOCK_REALTIME seconds */
+	__u64 build_digest; /* first 8 bytes of SHA-256 over the engine's BPF objects */
+};
+
+/* Enforcement classes (doctor, policies). */
+enum custode_class {
+	CUSTODE_CLASS_FILE = 1u << 0,
+	CUSTODE_CLASS_PROCESS = 1u << 1,
+	CUSTODE_CLASS_EGRESS = 1u << 2,
+};
+
+_Static_assert(sizeof(struct custode_run) == 24, "custode_run ABI");
+_Static_assert(sizeof(struct custode_counters) == 8 * CUSTODE_REASON_KERNEL_MAX, "custode_counters ABI");
+_Static_assert(sizeof(struct custode_path_key) == 8 + CUSTODE_RULE_PATH_MAX, "custode_path_key ABI");
+_Static_assert(sizeof(struct custode_path_rule) == 8, "custode_path_rule ABI");
+_Static_assert(sizeof(struct custode_stats) == 16, "custode_stats ABI");
+_Static_assert(sizeof(struct custode_meta) == 40, "custode_meta ABI");
+
+#endif

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The denial record written to the pinned ring buffer `custode_events`.
+ * Versioned: consumers check `version` and skip records of a version they do
+ * not know (the `size` field lets them step over it). Field-by-field docs:
+ * docs/events.md.
+ */
+#ifndef CUSTODE_EVENT_H
+#define CUSTODE_EVENT_H
+
+#include "custode/types.h"
+
+#define CUSTODE_EVENT_VERSION 1
+
+/* The LSM or cgroup hook that made the decision. Stable numbers. */
+#define CUSTODE_HOOKS(X)            \
+	X(NONE, 0, "none")          \
+	X(FILE_OPEN, 1, "file_open")
+
+enum custode_hook {
+#define CUSTODE_X_HOOK(sym, num, name) CUSTODE_HOOK_##sym = num,
+	CUSTODE_HOOKS(CUSTODE_X_HOOK)
+#undef CUSTODE_X_HOOK
+};
+
+enum custode_event_flags {
+	CUSTODE_EVENT_ENFORCED = 1u << 0,   /* the operation was denied (not audit mode) */
+	CUSTODE_EVENT_PATH_PARTIAL = 1u << 1, /* path[] is not the full resolved path */
+};
+
+enum custode_object_kind {
+	CUSTODE_OBJECT_NONE = 0,
+	CUSTODE_OBJECT_FILE = 1,
+};
+
+struct custode_event_file {
+	__u64 dev;      /* kernel dev_t of the superblock: major << 20 | minor */
+	__u64 ino;
+	__u32 mode;     /* i_mode */
+	__u32 path_len; /* bytes in path[] including the terminating NUL; 0 if none */
+};
+
+struct custode_event {
+	__u16 version;     /* CUSTODE_EVENT_VERSION */
+	__u16 size;        /* bytes of this record, path included */
+	__u16 hook;        /* enum custode_hook */
+	__u16 reason;      /* enum custode_reason */
+	__u32 flags;       /* enum custode_event_flags */
+	__u32 access;      /* requested access classes, CUSTODE_ACCESS_* */
+	__u64 seq;         /* engine-wide sequence number: gaps mean lost records */
+	__u64 boot_ns;     /* CLOCK_BOOTTIME at the decision */
+	__u64 run_id;
+	__u64 cgroup_id;   /* the task's own cgroup (may be a child of the run's) */
+	__u32 pid;         /* thread id */
+	__u32 tgid;        /* process id */
+	__u32 uid;
+	__u32 gid;
+	__u32 ruleset;     /* rule set the decision was made against */
+	__u16 object;      /* enum custode_object_kind */
+	__u16 _pad0;
+	char comm[16];
+	union {
+		struct custode_event_file file;
+		__u8 raw[32];
+	} obj;
+	char path[];       /* obj.file.path_len bytes, NUL-terminated */
+};
+
+_Static_assert(sizeof(struct custode_event_file) == 24, "custode_event_file ABI");
+_Static_assert(sizeof(struct custode_event) == 120, "custode_event ABI");
+
+#endif

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Reason codes: the one list shared by BPF programs, events, receipts, logs and
+ * exit messages. Numbers and names are stable ABI: never renumber, never reuse,
+ * only append. Codes below CUSTODE_REASON_KERNEL_MAX are produced by the BPF
+ * engine and counted per run; codes from 100 up are refusals made by userspace.
+ */
+#ifndef CUSTODE_REASONS_H
+#define CUSTODE_REASONS_H
+
+#define CUSTODE_REASON_KERNEL_MAX 64
+
+/* X(enum suffix, number, stable name, one-line description) */
+#define CUSTODE_KERNEL_REASONS(X)                                                     \
+	X(NONE, 0, "none", "no reason (allowed)")                                     \
+	X(FILE_READ_DENIED, 1, "file.read.denied", "read access not granted by the policy") \
+	X(FILE_WRITE_DENIED, 2, "file.write.denied", "write access not granted by the policy") \
+	X(FILE_EXEC_DENIED, 3, "file.exec.denied", "exec access not granted by the policy") \
+	X(FILE_CREATE_DENIED, 4, "file.create.denied", "create access not granted by the policy") \
+	X(FILE_DELETE_DENIED, 5, "file.delete.denied", "delete access not granted by the policy") \
+	X(PATH_TOO_LONG, 6, "path.too_long", "path longer than the engine resolves")   \
+	X(PATH_UNRESOLVED, 7, "path.unresolved", "path could not be resolved to an absolute name") \
+	X(RUN_UNREGISTERED, 8, "run.unregistered", "task in custode's subtree outside any registered run") \
+	X(RUN_CANCELLED, 9, "run.cancelled", "run was cancelled; every hook denies")
+
+#define CUSTODE_USER_REASONS(X)                                                       \
+	X(PRIVILEGE_REQUIRED, 100, "privilege.required", "custode needs root (CAP_BPF, CAP_SYS_ADMIN)") \
+	X(KERNEL_LSM_UNAVAILABLE, 101, "kernel.lsm_unavailable", "BPF-LSM programs cannot be loaded on this host") \
+	X(KERNEL_CGROUP_BPF_UNAVAILABLE, 102, "kernel.cgroup_bpf_unavailable", "cgroup BPF programs cannot be loaded on this host") \
+	X(KERNEL_NO_CGROUP2, 103, "kernel.no_cgroup2", "no cgroup v2 hierarchy is mounted") \
+	X(KERNEL_NO_BTF, 104, "kernel.no_btf", "the kernel exposes no BTF") \
+	X(KERNEL_NO_BPFFS, 105, "kernel.no_bpffs", "bpffs is not mounted and cannot be mounted") \
+	X(ENGINE_LOAD_FAILED, 110, "engine.load_failed", "the BPF engine failed to load") \
+	X(ENGINE_MISMATCH, 111, "engine.mismatch", "a pinned engine of another ABI or cgroup root is in use") \
+	X(ENGINE_MAP_FULL, 112, "engine.map_full", "an engine map is full") \
+	X(ENGINE_MISSING, 113, "engine.missing", "no pinned engine is loaded") \
+	X(CGROUP_FAILED, 120, "cgroup.failed", "the run's cgroup could not be created or managed") \
+	X(POLICY_INVALID, 130, "policy.invalid", "the policy document is invalid") \
+	X(POLICY_UNKNOWN_PROFILE, 131, "policy.unknown_profile", "no built-in profile of that name") \
+	X(POLICY_UNSUPPORTED, 132, "policy.unsupported", "the policy asks for enforcement this custode cannot provide") \
+	X(POLICY_PATH_TOO_LONG, 133, "policy.path_too_long", "a policy path is longer than the rule limit") \
+	X(RUN_WORKSPACE, 140, "run.workspace", "the workspace is not an accessible directory") \
+	X(RUN_SETUP_FAILED, 141, "run.setup_failed", "the run could not be set up") \
+	X(RUN_USAGE, 142, "run.usage", "invalid command line")
+
+enum custode_reason {
+#define CUSTODE_X_ENUM(sym, num, name, desc) CUSTODE_REASON_##sym = num,
+	CUSTODE_KERNEL_REASONS(CUSTODE_X_ENUM)
+	CUSTODE_USER_REASONS(CUSTODE_X_ENUM)
+#undef CUSTODE_X_ENUM
+};
+
+#endif

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "cgroup/cgroup.h"
+#include "util/fsutil.h"
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape_octal(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = 0;
+}
+
+int custode_cgroup2_mount_parse(const char *mountinfo, char *out, size_t outlen)
+{
+	char best[PATH_MAX] = "";
+	const char *line = mountinfo;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		char buf[PATH_MAX * 2], *fields[16], *sep, *save = NULL, *tok;
+		int n = 0;
+
+		if (len < sizeof(buf)) {
+			memcpy(buf, line, len);
+			buf[len] = 0;
+			/* "id parent maj:min root mountpoint opts [optional...] - fstype source superopts" */
+			sep = strstr(buf, " - ");
+			if (sep) {
+				*sep = 0;
+				for (tok = strtok_r(buf, " ", &save); tok && n < 16; tok = strtok_r(NULL, " ", &save))
+					fields[n++] = tok;
+				tok = strtok_r(sep + 3, " ", &save);
+				if (n >= 5 && tok && strcmp(tok, "cgroup2") == 0) {
+					unescape_octal(fields[4]);
+					if (!best[0] || strcmp(fields[4], "/sys/fs/cgroup") == 0)
+						snprintf(best, sizeof(best), "%s", fields[4]);
+				}
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	if (!best[0])
+		return -ENOENT;
+	if (strlen(best) >= outlen)
+		return -ENAMETOOLONG;
+	strcpy(out, best);
+	return 0;
+}
+
+int custode_cgroup2_mount(char *out, size_t outlen)
+{
+	char *text = NULL;
+	int err = custode_read_file("/proc/self/mountinfo", 16u << 20, &text, NULL);
+
+	if (err)
+		return err;
+	err = custode_cgroup2_mount_parse(text, out, outlen);
+	free(text);
+	return err;
+}
+
+int custode_cgroup_root(const char *mount, char *out, size_t outlen)
+{
+	const char *env = getenv("CUSTODE_CGROUP_ROOT");
+	size_t mlen = strlen(mount);
+	int n;
+
+	if (env && *env) {
+		if (strncmp(env, mount, mlen) != 0 || env[mlen] != '/' || strstr(env, "/.."))
+			return -EINVAL;
+		n = snprintf(out, outlen, "%s", env);
+	} else {
+		n = snprintf(out, outlen, "%s/custode", mount);
+	}
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+int custode_cgroup_level(const char *mount, const char *path)
+{
+	size_t mlen = strlen(mount);
+	int level = 0;
+
+	if (strncmp(path, mount, mlen) != 0 || (path[mlen] && path[mlen] != '/'))
+		return -EINVAL;
+	for (const char *p = path + mlen; *p; p++)
+		if (*p == '/' && p[1] && p[1] != '/')
+			level++;
+	return level;
+}
+
+int custode_cgroup_id(const char *path, __u64 *id)
+{
+	struct {
+		struct file_handle fh;
+		__u64 id;
+	} h;
+	int mount_id;
+
+	h.fh.handle_bytes = sizeof(h.id);
+	if (name_to_handle_at(AT_FDCWD, path, &h.fh, &mount_id, 0) < 0)
+		return -errno;
+	if (h.fh.handle_bytes != sizeof(__u64))
+		return -EINVAL;
+	memcpy(id, h.fh.f_handle, sizeof(*id));
+	return 0;
+}
+
+int custode_cgroup_enable_controllers(const char *path, const char *wanted)
+{
+	char file[PATH_MAX], *avail = NULL, req[256] = "";
+	char want[256], *save = NULL;
+	int err;
+
+	snprintf(file, sizeof(file), "%s/cgroup.controllers", path);
+	err = custode_read_file(file, 4096, &avail, NULL);
+	if (err)
+		return err;
+	snprintf(want, sizeof(want), "%s", wanted);
+	for (char *c = strtok_r(want, " ", &save); c; c = strtok_r(NULL, " ", &save)) {
+		char pat[64];
+		size_t clen = strlen(c);
+		const char *hit = avail;
+
+		/* whole-word match in the space-separated list */
+		while ((hit = strstr(hit, c))) {
+			if ((hit == avail || hit[-1] == ' ') && (hit[clen] == 0 || hit[clen] == ' ' || hit[clen] == '\n'))
+				break;
+			hit += clen;
+		}
+		if (!hit)
+			continue;
+		snprintf(pat, sizeof(pat), "%s+%s", req[0] ? " " : "", c);
+		strncat(req, pat, sizeof(req) - strlen(req) - 1);
+	}
+	free(avail);
+	if (!req[0])
+		return 0;
+	snprintf(file, sizeof(file), "%s/cgroup.subtree_control", path);
+	return custode_write_str(file, req);
+}
+
+static int kill_procs_fallback(const char *path)
+{
+	char file[PATH_MAX], *procs = NULL;
+	int err;
+
+	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
+	err = custode_read_file(file, 16u << 20, &procs, NULL);
+	if (err)
+		return err;
+	for (char *p = procs; *p;) {
+		long pid = strtol(p, &p, 10);
+		if (pid > 0)
+			kill((pid_t)pid, SIGKILL);
+		while (*p == '\n')
+			p++;
+	}
+	free(procs);
+	return 0;
+}
+
+int custode_cgroup_kill(const char *path)
+{
+	char file[PATH_MAX];
+	int err;
+
+	snprintf(file, sizeof(file), "%s/cgroup.kill", path);
+	err = custode_write_str(file, "1");
+	if (err != -ENOENT)
+		return err;
+	/* Before 5.14: freeze, kill every process, thaw (child cgroups: see remove). */
+	snprintf(file, sizeof(file), "%s/cgroup.freeze", path);
+	custode_write_str(file, "1");
+	err = kill_procs_fallback(path);
+	custode_write_str(file, "0");
+	return err;
+}
+
+static int populated(const char *path)
+{
+	char file[PATH_MAX], *text = NULL, *p;
+	int ret;
+
+	snprintf(file, sizeof(file), "%s/cgroup.events", path);
+	ret = custode_read_file(file, 4096, &text, NULL);
+	if (ret)
+		return ret;
+	p = strstr(text, "populated ");
+	ret = p ? p[10] == '1' : -EINVAL;
+	free(text);
+	return ret;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+int custode_cgroup_wait_empty(const char *path, int timeout_ms)
+{
+	char file[PATH_MAX];
+	long long deadline = now_ms() + timeout_ms;
+	int fd, r;
+
+	snprintf(file, sizeof(file), "%s/cgroup.events", path);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLPRI};
+		long long left;
+
+		r = populated(path);
+		if (r <= 0)
+			break;
+		left = deadline - now_ms();
+		if (left <= 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		/* cgroup.events signals changes with POLLPRI; re-check at least every 50 ms. */
+		poll(&pfd, 1, left < 50 ? (int)left : 50);
+	}
+	close(fd);
+	return r < 0 ? r : 0;
+}
+
+static int remove_tree(const char *path, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int err = 0;
+
+	if (depth > 64)
+		return -ELOOP;
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		char child[PATH_MAX];
+
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(child, sizeof(child), "%s/%s", path, de->d_name) >= (int)sizeof(child)) {
+			err = -ENAMETOOLONG;
+			continue;
+		}
+		int r = remove_tree(child, depth + 1);
+		if (r && !err)
+			err = r;
+	}
+	closedir(d);
+	if (rmdir(path) < 0 && errno != ENOENT && !err)
+		err = -errno;
+	return err;
+}
+
+int custode_cgroup_remove(const char *path)
+{
+	return remove_tree(path, 0);
+}
+
+int custode_cgroup_move(const char *path, int pid)
+{
+	char file[PATH_MAX], buf[32];
+
+	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
+	snprintf(buf, sizeof(buf), "%d", pid);
+	return custode_write_str(file, buf);
+}

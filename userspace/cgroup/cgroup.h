@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CUSTODE_CGROUP_H
+#define CUSTODE_CGROUP_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+/*
+ * Find the cgroup v2 mount point in a /proc/self/mountinfo text. A pure v2
+ * host has it at /sys/fs/cgroup, a hybrid host at /sys/fs/cgroup/unified;
+ * /sys/fs/cgroup wins if both exist. Returns 0, -ENOENT, or -ENAMETOOLONG.
+ */
+int custode_cgroup2_mount_parse(const char *mountinfo, char *out, size_t outlen);
+/* Same, reading /proc/self/mountinfo. */
+int custode_cgroup2_mount(char *out, size_t outlen);
+
+/*
+ * custode's own subtree: $CUSTODE_CGROUP_ROOT if set (it must lie on the
+ * cgroup2 mount, e.g. a systemd-delegated directory), else <mount>/custode.
+ */
+int custode_cgroup_root(const char *mount, char *out, size_t outlen);
+
+/* Number of path components of path below mount (0 for the mount itself). */
+int custode_cgroup_level(const char *mount, const char *path);
+
+/* The kernel's 64-bit id of a cgroup v2 directory (what BPF's cgroup id helpers return). */
+int custode_cgroup_id(const char *path, __u64 *id);
+
+/* Enable the controllers among `wanted` (space-separated) that `path`'s cgroup.controllers offers, in its subtree_control. */
+int custode_cgroup_enable_controllers(const char *path, const char *wanted);
+
+/* Kill every process in the cgroup and its descendants (cgroup.kill; fallback: SIGKILL loop). */
+int custode_cgroup_kill(const char *path);
+/* Wait until cgroup.events says "populated 0", up to timeout_ms. -ETIMEDOUT otherwise. */
+int custode_cgroup_wait_empty(const char *path, int timeout_ms);
+/* Remove the cgroup and its child cgroups, deepest first. */
+int custode_cgroup_remove(const char *path);
+/* Write pid into path/cgroup.procs. */
+int custode_cgroup_move(const char *path, int pid);
+
+#endif

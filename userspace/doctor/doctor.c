@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <linux/magic.h>
+
+#include "cgroup/cgroup.h"
+#include "doctor/doctor.h"
+#include "util/fsutil.h"
+#include "util/reasons.h"
+
+static void class_from_lsm(struct custode_class_status *c, const struct custode_probe_result *p)
+{
+	c->available = p->lsm_loads;
+	if (!c->available) {
+		c->reason = CUSTODE_REASON_KERNEL_LSM_UNAVAILABLE;
+		snprintf(c->cause, sizeof(c->cause), "%s", p->lsm_cause);
+	}
+}
+
+void custode_doctor_run(struct custode_doctor_report *r)
+{
+	struct utsname u;
+	struct statfs st;
+	char path[512], *text = NULL;
+
+	memset(r, 0, sizeof(*r));
+	r->root = geteuid() == 0;
+	if (uname(&u) == 0) {
+		snprintf(r->release, sizeof(r->release), "%s", u.release);
+		snprintf(r->version, sizeof(r->version), "%s", u.version);
+	}
+	custode_probe_lsm(&r->probe);
+	custode_probe_cgroup(&r->probe);
+	r->cgroup2 = custode_cgroup2_mount(r->cgroup2_mount, sizeof(r->cgroup2_mount)) == 0;
+	if (r->cgroup2) {
+		snprintf(path, sizeof(path), "%s/cgroup.controllers", r->cgroup2_mount);
+		if (custode_read_file(path, 4096, &text, NULL) == 0) {
+			snprintf(r->cgroup2_controllers, sizeof(r->cgroup2_controllers), "%s", text);
+			r->cgroup2_controllers[strcspn(r->cgroup2_controllers, "\n")] = 0;
+			free(text);
+		}
+	}
+	r->bpffs = statfs("/sys/fs/bpf", &st) == 0 && st.f_type == BPF_FS_MAGIC;
+
+	class_from_lsm(&r->file, &r->probe);
+	class_from_lsm(&r->process, &r->probe);
+	r->egress.available = r->cgroup2 && r->probe.cgroup_loads;
+	if (!r->cgroup2) {
+		r->egress.reason = CUSTODE_REASON_KERNEL_NO_CGROUP2;
+		snprintf(r->egress.cause, sizeof(r->egress.cause), "no cgroup v2 hierarchy is mounted");
+	} else if (!r->probe.cgroup_loads) {
+		r->egress.reason = CUSTODE_REASON_KERNEL_CGROUP_BPF_UNAVAILABLE;
+		snprintf(r->egress.cause, sizeof(r->egress.cause), "%s", r->probe.cgroup_cause);
+	}
+	if (!r->root) {
+		struct custode_class_status *all[] = {&r->file, &r->process, &r->egress};
+		for (int i = 0; i < 3; i++) {
+			all[i]->available = false;
+			all[i]->reason = CUSTODE_REASON_PRIVILEGE_REQUIRED;
+			snprintf(all[i]->cause, sizeof(all[i]->cause), "not probed: custode doctor needs root to load probes");
+		}
+	}
+}
+
+int custode_doctor_exit_code(const struct custode_doctor_report *r)
+{
+	int n = r->file.available + r->process.available + r->egress.available;
+
+	if (!r->root || n == 0)
+		return 1;
+	return n == 3 ? 0 : 3;
+}
+
+static json_t *check(bool ok, const char *evidence)
+{
+	return json_pack("{s:b, s:s}", "ok", ok, "evidence", evidence);
+}
+
+static json_t *class_json(const struct custode_class_status *c, const char *mechanism)
+{
+	json_t *o = json_pack("{s:b, s:s}", "available", c->available, "mechanism", mechanism);
+
+	if (!c->available) {
+		json_object_set_new(o, "reason", json_string(custode_reason_name(c->reason)));
+		json_object_set_new(o, "cause", json_string(c->cause));
+	}
+	return o;
+}
+
+json_t *custode_doctor_json(const struct custode_doctor_report *r)
+{
+	const struct custode_probe_result *p = &r->probe;
+	char ev[512];
+	json_t *checks = json_object(), *root;
+	int code = custode_doctor_exit_code(r);
+
+	json_object_set_new(checks, "root", check(r->root, r->root ? "euid 0" : "not running as root"));
+	json_object_set_new(checks, "active_lsms",
+			    check(p->bpf_lsm_active, p->lsm_list_known ? p->lsm_list : "/sys/kernel/security/lsm unreadable"));
+	snprintf(ev, sizeof(ev), "%s", p->lockdown[0] ? p->lockdown : "unknown (/sys/kernel/security/lockdown unreadable)");
+	json_object_set_new(checks, "lockdown", check(strcmp(p->lockdown, "confidentiality") != 0, ev));
+	json_object_set_new(checks, "btf", check(p->btf, p->btf ? "/sys/kernel/btf/vmlinux" : "/sys/kernel/btf/vmlinux missing"));
+	if (p->lsm_loads)
+		snprintf(ev, sizeof(ev), "an lsm/file_open program loaded");
+	else
+		snprintf(ev, sizeof(ev), "%s (errno %d)", p->lsm_cause, p->lsm_errno);
+	json_object_set_new(checks, "lsm_program_loads", check(p->lsm_loads, ev));
+	if (p->cgroup_loads)
+		snprintf(ev, sizeof(ev), "a cgroup/connect4 program loaded");
+	else
+		snprintf(ev, sizeof(ev), "%s (errno %d)", p->cgroup_cause, p->cgroup_errno);
+	json_object_set_new(checks, "cgroup_program_loads", check(p->cgroup_loads, ev));
+	json_object_set_new(checks, "cgroup2", check(r->cgroup2, r->cgroup2 ? r->cgroup2_mount : "no cgroup2 mount"));
+	snprintf(ev, sizeof(ev), "controllers: %s", r->cgroup2_controllers[0] ? r->cgroup2_controllers : "none");
+	json_object_set_new(checks, "cgroup2_controllers",
+			    check(strstr(r->cgroup2_controllers, "memory") && strstr(r->cgroup2_controllers, "pids"), ev));
+	json_object_set_new(checks, "bpffs", check(r->bpffs, r->bpffs ? "/sys/fs/bpf" : "/sys/fs/bpf is not a bpffs (custode mounts it on first use)"));
+
+	root = json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:o, s:o, s:o}, s:s, s:i}", "custode", CUSTODE_VERSION, "kernel",
+			 "release", r->release, "version", r->version, "checks", checks, "classes", "file",
+			 class_json(&r->file, "bpf-lsm"), "process", class_json(&r->process, "bpf-lsm"), "egress",
+			 class_json(&r->egress, "cgroup-bpf"), "status",
+			 code == 0 ? "ok" : code == 3 ? "partial" : "unavailable", "exit", code);
+	return root;
+}
+
+static void print_human(const struct custode_doctor_report *r)
+{
+	const struct custode_probe_result *p = &r->probe;
+	const struct {
+		const char *name;
+		const struct custode_class_status *c;
+	} classes[] = {{"file", &r->file}, {"process", &r->process}, {"egress", &r->egress}};
+
+	printf("kernel      %s\n", r->release);
+	printf("root        %s\n", r->root ? "yes" : "no");
+	printf("LSMs        %s\n", p->lsm_list_known ? p->lsm_list : "unknown");
+	printf("lockdown    %s\n", p->lockdown[0] ? p->lockdown : "unknown");
+	printf("BTF         %s\n", p->btf ? "yes" : "no");
+	printf("LSM probe   %s\n", p->lsm_loads ? "loads" : p->lsm_cause);
+	printf("cgroup BPF  %s\n", p->cgroup_loads ? "loads" : p->cgroup_cause);
+	printf("cgroup2     %s (controllers: %s)\n", r->cgroup2 ? r->cgroup2_mount : "not mounted",
+	       r->cgroup2_controllers[0] ? r->cgroup2_controllers : "none");
+	printf("bpffs       %s\n", r->bpffs ? "mounted" : "not mounted");
+	printf("\n");
+	for (int i = 0; i < 3; i++) {
+		if (classes[i].c->available)
+			printf("%-8s available\n", classes[i].name);
+		else
+			printf("%-8s unavailable: %s: %s\n", classes[i].name, custode_reason_name(classes[i].c->reason),
+			       classes[i].c->cause);
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: custode doctor [--json]\n"
+		   "\n"
+		   "Report each prerequisite of enforcement with its evidence and which\n"
+		   "enforcement classes (file, process, egress) this host can provide.\n"
+		   "\n"
+		   "  --json   one JSON object on stdout\n"
+		   "  --help   this text\n"
+		   "\n"
+		   "Exit: 0 all classes available, 3 some, 1 none (or not root).\n");
+}
+
+int custode_cmd_doctor(int argc, char **argv)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	struct custode_doctor_report r;
+	bool json = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "custode doctor: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	custode_doctor_run(&r);
+	if (json) {
+		json_t *o = custode_doctor_json(&r);
+		json_dumpf(o, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(o);
+	} else {
+		print_human(&r);
+	}
+	return custode_doctor_exit_code(&r);
+}

@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <openssl/evp.h>
+
+#include "cgroup/cgroup.h"
+#include "engine/engine.h"
+#include "engine/probe.h"
+#include "util/fsutil.h"
+
+#include "file.skel.h"
+
+static char libbpf_log_buf[8192];
+static size_t libbpf_log_len;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	int n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	if (n <= 0)
+		return 0;
+	/* keep the tail: the verifier's verdict is at the end */
+	if ((size_t)n >= sizeof(libbpf_log_buf))
+		n = sizeof(libbpf_log_buf) - 1;
+	if (libbpf_log_len + (size_t)n >= sizeof(libbpf_log_buf)) {
+		size_t drop = libbpf_log_len + (size_t)n - sizeof(libbpf_log_buf) + 1;
+		memmove(libbpf_log_buf, libbpf_log_buf + drop, libbpf_log_len - drop);
+		libbpf_log_len -= drop;
+	}
+	memcpy(libbpf_log_buf + libbpf_log_len, line, (size_t)n);
+	libbpf_log_len += (size_t)n;
+	libbpf_log_buf[libbpf_log_len] = 0;
+	return 0;
+}
+
+__attribute__((constructor)) static void engine_init_libbpf(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+const char *custode_libbpf_log(void)
+{
+	return libbpf_log_buf;
+}
+
+void custode_libbpf_log_reset(void)
+{
+	libbpf_log_len = 0;
+	libbpf_log_buf[0] = 0;
+}
+
+static void engine_reset_fds(struct custode_engine *e)
+{
+	e->runs_fd = e->counters_fd = e->rules_fd = e->events_fd = e->stats_fd = e->meta_fd = -1;
+}
+
+static int ensure_bpffs(struct custode_refusal *why)
+{
+	struct statfs st;
+
+	if (statfs("/sys/fs/bpf", &st) == 0 && st.f_type == BPF_FS_MAGIC)
+		return 0;
+	if (mkdir("/sys/fs/bpf", 0700) < 0 && errno != EEXIST)
+		return custode_refuse(why, errno, CUSTODE_REASON_KERNEL_NO_BPFFS, "mkdir /sys/fs/bpf: %s", strerror(errno));
+	if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") < 0)
+		return custode_refuse(why, errno, CUSTODE_REASON_KERNEL_NO_BPFFS, "mount bpffs on /sys/fs/bpf: %s",
+				      strerror(errno));
+	return 0;
+}
+
+int custode_host_prepare(struct custode_engine *e, struct custode_refusal *why)
+{
+	int err;
+
+	memset(e, 0, sizeof(*e));
+	engine_reset_fds(e);
+	if (geteuid() != 0)
+		return custode_refuse(why, EPERM, CUSTODE_REASON_PRIVILEGE_REQUIRED,
+				      "custode needs root (CAP_BPF, CAP_SYS_ADMIN); running as uid %u", geteuid());
+	err = custode_cgroup2_mount(e->cg_mount, sizeof(e->cg_mount));
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_KERNEL_NO_CGROUP2,
+				      "no cgroup2 mount in /proc/self/mountinfo");
+	err = custode_cgroup_root(e->cg_mount, e->cg_root, sizeof(e->cg_root));
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_CGROUP_FAILED,
+				      "CUSTODE_CGROUP_ROOT must be a directory below %s", e->cg_mount);
+	if (mkdir(e->cg_root, 0755) < 0 && errno != EEXIST)
+		return custode_refuse(why, errno, CUSTODE_REASON_CGROUP_FAILED, "mkdir %s: %s", e->cg_root,
+				      strerror(errno));
+	/* Limits need controllers delegated down to the runs; best effort here, reported per run. */
+	custode_cgroup_enable_controllers(e->cg_mount, "memory pids cpu");
+	custode_cgroup_enable_controllers(e->cg_root, "memory pids cpu");
+	err = ensure_bpffs(why);
+	if (err)
+		return err;
+	if (custode_mkdir_p(CUSTODE_RUNS_DIR, 0700) < 0)
+		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "mkdir %s: %s", CUSTODE_RUNS_DIR,
+				      strerror(errno));
+	return 0;
+}
+
+int custode_engine_lock(void)
+{
+	int fd;
+
+	if (custode_mkdir_p(CUSTODE_STATE_DIR, 0700) < 0)
+		return -errno;
+	fd = open(CUSTODE_STATE_DIR "/engine.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			int err = -errno;
+			close(fd);
+			return err;
+		}
+	}
+	return fd;
+}
+
+void custode_engine_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+static __u64 build_digest(void)
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	const void *bytes;
+	size_t sz = 0;
+	__u64 d = 0;
+
+	bytes = file_bpf__elf_bytes(&sz);
+	if (EVP_Digest(bytes, sz, md, &mdlen, EVP_sha256(), NULL) == 1)
+		memcpy(&d, md, sizeof(d));
+	return d;
+}
+
+static int open_pinned(const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", CUSTODE_PIN_MAPS, name);
+	return bpf_obj_get(path);
+}
+
+static int open_maps(struct custode_engine *e)
+{
+	e->runs_fd = open_pinned("custode_runs");
+	e->counters_fd = open_pinned("custode_counters");
+	e->rules_fd = open_pinned("custode_path_rules");
+	e->events_fd = open_pinned("custode_events");
+	e->stats_fd = open_pinned("custode_stats");
+	if (e->runs_fd < 0 || e->counters_fd < 0 || e->rules_fd < 0 || e->events_fd < 0 || e->stats_fd < 0)
+		return -ENOENT;
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void custode_engine_close(struct custode_engine *e)
+{
+	close_fd(&e->runs_fd);
+	close_fd(&e->counters_fd);
+	close_fd(&e->rules_fd);
+	close_fd(&e->events_fd);
+	close_fd(&e->stats_fd);
+	close_fd(&e->meta_fd);
+}
+
+static int read_meta(int fd, struct custode_meta *m)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(fd, &zero, m) ? -errno : 0;
+}
+
+static int write_meta(int fd, const struct custode_meta *m)
+{
+	__u32 zero = 0;
+	return bpf_map_update_elem(fd, &zero, m, BPF_ANY) ? -errno : 0;
+}
+
+static int unlink_dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int err = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		char path[PATH_MAX];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (unlink(path) < 0 && errno != ENOENT && !err)
+			err = -errno;
+	}
+	closedir(d);
+	return err;
+}
+
+static int unpin_all(void)
+{
+	int err = 0, r;
+
+	/* Links first: their programs stop running before the maps go. */
+	r = unlink_dir_entries(CUSTODE_PIN_LINKS);
+	if (r)
+		err = r;
+	if (unlink(CUSTODE_PIN_ROOT "/meta") < 0 && errno != ENOENT && !err)
+		err = -errno;
+	r = unlink_dir_entries(CUSTODE_PIN_MAPS);
+	if (r && !err)
+		err = r;
+	return err;
+}
+
+static int load_file_class(struct custode_engine *e, struct custode_refusal *why)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = CUSTODE_PIN_MAPS);
+	struct file_bpf *skel;
+	struct bpf_link *link = NULL;
+	int err;
+
+	skel = file_bpf__open_opts(&opts);
+	if (!skel)
+		return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open file engine: %s",
+				      strerror(errno));
+	skel->rodata->custode_root_cgid = e->meta.root_cgroup_id;
+	skel->rodata->custode_root_level = e->meta.root_level;
+	err = file_bpf__load(skel);
+	if (err) {
+		struct custode_probe_result pr;
+
+		custode_probe_lsm(&pr);
+		if (!pr.lsm_loads)
+			err = custode_refuse(why, -err, CUSTODE_REASON_KERNEL_LSM_UNAVAILABLE, "%s", pr.lsm_cause);
+		else
+			err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED,
+					     "load file engine: %s; libbpf said: %s", strerror(-err), custode_libbpf_log());
+		goto out;
+	}
+	link = bpf_program__attach_lsm(skel->progs.custode_file_open);
+	if (!link) {
+		err = custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "attach lsm/file_open: %s",
+				     strerror(errno));
+		goto out;
+	}
+	err = bpf_link__pin(link, CUSTODE_PIN_LINKS "/file_open");
+	if (err)
+		err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "pin lsm/file_open link: %s",
+				     strerror(-err));
+out:
+	bpf_link__destroy(link); /* closes our fd; the pin keeps the program attached */
+	file_bpf__destroy(skel);
+	return err;
+}
+
+static int create_meta(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "custode_meta", sizeof(__u32), sizeof(struct custode_meta), 1, &opts);
+
+	if (fd < 0)
+		return -errno;
+	if (bpf_obj_pin(fd, CUSTODE_PIN_ROOT "/meta") < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int custode_engine_count_runs(struct custode_engine *e)
+{
+	__u64 key, next;
+	int n = 0;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(e->runs_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		n++;
+	}
+	return n;
+}
+
+int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags, struct custode_refusal *why)
+{
+	struct custode_meta cur;
+	__u64 root_id, digest = build_digest();
+	int level, lock, err = 0;
+	unsigned missing;
+
+	err = custode_cgroup_id(e->cg_root, &root_id);
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_CGROUP_FAILED, "cgroup id of %s: %s", e->cg_root,
+				      strerror(-err));
+	level = custode_cgroup_level(e->cg_mount, e->cg_root);
+	if (level < 0)
+		return custode_refuse(why, EINVAL, CUSTODE_REASON_CGROUP_FAILED, "%s is not below %s", e->cg_root,
+				      e->cg_mount);
+	lock = custode_engine_lock();
+	if (lock < 0)
+		return custode_refuse(why, -lock, CUSTODE_REASON_RUN_SETUP_FAILED, "engine lock: %s", strerror(-lock));
+
+	e->meta_fd = bpf_obj_get(CUSTODE_PIN_ROOT "/meta");
+	if (e->meta_fd >= 0 && read_meta(e->meta_fd, &cur) == 0) {
+		bool same_root = cur.abi_version == CUSTODE_ABI_VERSION && cur.root_cgroup_id == root_id &&
+				 cur.root_level == (__u32)level;
+		bool idle = open_maps(e) < 0 || custode_engine_count_runs(e) == 0;
+
+		if (!same_root || (cur.build_digest != digest && idle && (flags & CUSTODE_ENGINE_LOAD))) {
+			if (!idle) {
+				err = custode_refuse(why, EBUSY, CUSTODE_REASON_ENGINE_MISMATCH,
+						     "the pinned engine (ABI %u, cgroup root %llu) differs from this custode "
+						     "(ABI %u, cgroup root %llu) and has registered runs",
+						     cur.abi_version, (unsigned long long)cur.root_cgroup_id,
+						     CUSTODE_ABI_VERSION, (unsigned long long)root_id);
+				goto out;
+			}
+			/* Stale and idle: nothing is confined by it, replace it. */
+			custode_engine_close(e);
+			err = unpin_all();
+			if (err) {
+				err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED,
+						     "unpin stale engine: %s", strerror(-err));
+				goto out;
+			}
+		} else {
+			e->meta = cur;
+		}
+	} else if (e->meta_fd >= 0) {
+		close_fd(&e->meta_fd);
+	}
+
+	if (e->meta_fd < 0) {
+		if (!(flags & CUSTODE_ENGINE_LOAD)) {
+			err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING,
+					     "no engine is pinned at %s (custode run loads it)", CUSTODE_PIN_ROOT);
+			goto out;
+		}
+		if (custode_mkdir_p(CUSTODE_PIN_MAPS, 0700) < 0 || custode_mkdir_p(CUSTODE_PIN_LINKS, 0700) < 0) {
+			err = custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "mkdir %s: %s",
+					     CUSTODE_PIN_ROOT, strerror(errno));
+			goto out;
+		}
+		memset(&e->meta, 0, sizeof(e->meta));
+		e->meta.abi_version = CUSTODE_ABI_VERSION;
+		e->meta.root_cgroup_id = root_id;
+		e->meta.root_level = (__u32)level;
+		e->meta.next_ruleset = 1;
+		e->meta.loaded_at = (__u64)time(NULL);
+		e->meta.build_digest = digest;
+	}
+
+	missing = need & ~e->meta.classes;
+	if (missing && !(flags & CUSTODE_ENGINE_LOAD)) {
+		err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING,
+				     "the pinned engine lacks classes 0x%x", missing);
+		goto out;
+	}
+	if (missing & (CUSTODE_CLASS_PROCESS | CUSTODE_CLASS_EGRESS)) {
+		err = custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
+				     "process and egress enforcement are not implemented in this custode");
+		goto out;
+	}
+	if (missing & CUSTODE_CLASS_FILE) {
+		custode_libbpf_log_reset();
+		err = load_file_class(e, why);
+		if (err)
+			goto out;
+		e->meta.classes |= CUSTODE_CLASS_FILE;
+	}
+	if (e->meta_fd < 0) {
+		e->meta_fd = create_meta();
+		if (e->meta_fd < 0) {
+			err = custode_refuse(why, -e->meta_fd, CUSTODE_REASON_ENGINE_LOAD_FAILED, "pin meta: %s",
+					     strerror(-e->meta_fd));
+			goto out;
+		}
+	}
+	if (missing && (err = write_meta(e->meta_fd, &e->meta))) {
+		err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "write meta: %s", strerror(-err));
+		goto out;
+	}
+	if (e->runs_fd < 0 && open_maps(e) < 0) {
+		err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING, "engine maps missing under %s",
+				     CUSTODE_PIN_MAPS);
+		goto out;
+	}
+out:
+	custode_engine_unlock(lock);
+	if (err)
+		custode_engine_close(e);
+	return err;
+}
+
+int custode_engine_unload(struct custode_engine *e, bool force, struct custode_refusal *why)
+{
+	int lock, err, n;
+
+	lock = custode_engine_lock();
+	if (lock < 0)
+		return custode_refuse(why, -lock, CUSTODE_REASON_RUN_SETUP_FAILED, "engine lock: %s", strerror(-lock));
+	if (e->runs_fd >= 0 && (n = custode_engine_count_runs(e)) > 0 && !force) {
+		custode_engine_unlock(lock);
+		return custode_refuse(why, EBUSY, CUSTODE_REASON_ENGINE_MISMATCH,
+				      "%d runs are registered; unloading would leave them unconfined", n);
+	}
+	custode_engine_close(e);
+	err = unpin_all();
+	custode_engine_unlock(lock);
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "unpin: %s", strerror(-err));
+	return 0;
+}
+
+int custode_engine_alloc_ruleset(struct custode_engine *e, __u32 *out)
+{
+	for (int tries = 0; tries < 1 << 20; tries++) {
+		__u32 id = e->meta.next_ruleset++;
+		__u64 key, next;
+		void *prev = NULL;
+		bool used = false;
+		struct custode_run run;
+
+		if (e->meta.next_ruleset == 0)
+			e->meta.next_ruleset = 1;
+		if (id == 0)
+			continue;
+		while (!used && bpf_map_get_next_key(e->runs_fd, prev, &next) == 0) {
+			key = next;
+			prev = &key;
+			if (bpf_map_lookup_elem(e->runs_fd, &key, &run) == 0 && run.ruleset == id)
+				used = true;
+		}
+		if (used)
+			continue;
+		*out = id;
+		return write_meta(e->meta_fd, &e->meta);
+	}
+	return -ENOSPC;
+}
+
+int custode_engine_add_rules(struct custode_engine *e, __u32 ruleset, const struct custode_fs_ruleset *rs)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		struct custode_path_key keys[2];
+		struct custode_path_rule val = {.allow = rs->rules[i].allow};
+		int n = custode_rule_keys(&rs->rules[i], ruleset, keys);
+
+		for (int k = 0; k < n; k++)
+			if (bpf_map_update_elem(e->rules_fd, &keys[k], &val, BPF_ANY) < 0)
+				return -errno;
+	}
+	return 0;
+}
+
+int custode_engine_delete_rules(struct custode_engine *e, __u32 ruleset, const struct custode_fs_ruleset *rs)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < rs->n; i++) {
+		struct custode_path_key keys[2];
+		int n = custode_rule_keys(&rs->rules[i], ruleset, keys);
+
+		for (int k = 0; k < n; k++)
+			if (bpf_map_delete_elem(e->rules_fd, &keys[k]) < 0 && errno != ENOENT && !err)
+				err = -errno;
+	}
+	return err;
+}
+
+int custode_engine_delete_ruleset(struct custode_engine *e, __u32 ruleset)
+{
+	struct custode_path_key key, next;
+	int err = 0, deleted;
+
+	/* Deleting while iterating restarts the walk; repeat until a pass deletes nothing. */
+	do {
+		void *prev = NULL;
+		deleted = 0;
+		while (bpf_map_get_next_key(e->rules_fd, prev, &next) == 0) {
+			key = next;
+			prev = &key;
+			if (key.ruleset != ruleset)
+				continue;
+			if (bpf_map_delete_elem(e->rules_fd, &key) == 0)
+				deleted++;
+			else if (errno != ENOENT && !err)
+				err = -errno;
+			prev = NULL;
+		}
+	} while (deleted && !err);
+	return err;
+}
+
+int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run)
+{
+	struct custode_counters zero;
+
+	memset(&zero, 0, sizeof(zero));
+	if (bpf_map_update_elem(e->counters_fd, &cgid, &zero, BPF_ANY) < 0)
+		return -errno;
+	if (bpf_map_update_elem(e->runs_fd, &cgid, run, BPF_NOEXIST) < 0) {
+		int err = -errno;
+		bpf_map_delete_elem(e->counters_fd, &cgid);
+		return err;
+	}
+	return 0;
+}
+
+int custode_engine_unregister(struct custode_engine *e, __u64 cgid)
+{
+	int err = 0;
+
+	if (bpf_map_delete_elem(e->runs_fd, &cgid) < 0 && errno != ENOENT)
+		err = -errno;
+	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)
+		err = -errno;
+	return err;
+}
+
+int custode_engine_get_run(struct custode_engine *e, __u64 cgid, struct custode_run *out)
+{
+	return bpf_map_lookup_elem(e->runs_fd, &cgid, out) ? -errno : 0;
+}
+
+int custode_engine_set_run(struct custode_engine *e, __u64 cgid, const struct custode_run *run)
+{
+	return bpf_map_update_elem(e->runs_fd, &cgid, run, BPF_EXIST) ? -errno : 0;
+}
+
+int custode_engine_get_counters(struct custode_engine *e, __u64 cgid, struct custode_counters *out)
+{
+	return bpf_map_lookup_elem(e->counters_fd, &cgid, out) ? -errno : 0;
+}
+
+int custode_engine_get_stats(struct custode_engine *e, struct custode_stats *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct custode_stats *per;
+	__u32 zero = 0;
+
+	if (ncpu <= 0)
+		return -EINVAL;
+	per = calloc((size_t)ncpu, sizeof(*per));
+	if (!per)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(e->stats_fd, &zero, per) < 0) {
+		int err = -errno;
+		free(per);
+		return err;
+	}
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < ncpu; i++) {
+		out->events += per[i].events;
+		out->events_dropped += per[i].events_dropped;
+	}
+	free(per);
+	return 0;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The pinned engine: BPF programs and maps under CUSTODE_PIN_ROOT that
+ * outlive every custode process (docs/engine.md). custode_engine_open loads
+ * what is missing and adopts what is pinned.
+ */
+#ifndef CUSTODE_ENGINE_H
+#define CUSTODE_ENGINE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "custode/abi.h"
+#include "policy/compile.h"
+#include "util/reasons.h"
+
+#define CUSTODE_STATE_DIR "/run/custode"
+#define CUSTODE_RUNS_DIR CUSTODE_STATE_DIR "/runs"
+
+struct custode_engine {
+	int runs_fd;
+	int counters_fd;
+	int rules_fd;
+	int events_fd;
+	int stats_fd;
+	int meta_fd;
+	struct custode_meta meta;
+	char cg_mount[PATH_MAX];
+	char cg_root[PATH_MAX];
+};
+
+enum custode_engine_flags {
+	CUSTODE_ENGINE_LOAD = 1u << 0, /* load the classes that are not pinned yet */
+};
+
+/* Check privileges and find (create) custode's cgroup root and bpffs. Does not touch BPF. */
+int custode_host_prepare(struct custode_engine *e, struct custode_refusal *why);
+
+/*
+ * Open the pinned engine with at least the classes in `need`, loading and
+ * pinning them first if flags has CUSTODE_ENGINE_LOAD. need == 0 adopts
+ * whatever is pinned (-ENOENT with engine.missing if nothing is).
+ */
+int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags, struct custode_refusal *why);
+void custode_engine_close(struct custode_engine *e);
+
+/* Unpin everything. Refused with -EBUSY if runs are registered, unless force. */
+int custode_engine_unload(struct custode_engine *e, bool force, struct custode_refusal *why);
+
+/* Take/release the host-wide engine lock (flock on CUSTODE_STATE_DIR/engine.lock). */
+int custode_engine_lock(void);
+void custode_engine_unlock(int fd);
+
+/* A ruleset id unused by any registered run (call with the engine lock held). */
+int custode_engine_alloc_ruleset(struct custode_engine *e, __u32 *out);
+
+int custode_engine_add_rules(struct custode_engine *e, __u32 ruleset, const struct custode_fs_ruleset *rs);
+int custode_engine_delete_rules(struct custode_engine *e, __u32 ruleset, const struct custode_fs_ruleset *rs);
+/* Delete every rule of a ruleset by scanning the trie (for gc, where the rules aren't known). */
+int custode_engine_delete_ruleset(struct custode_engine *e, __u32 ruleset);
+
+/* Register a run (fails with -EEXIST if the cgroup is registered). Counters start at zero. */
+int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run);
+int custode_engine_unregister(struct custode_engine *e, __u64 cgid);
+int custode_engine_get_run(struct custode_engine *e, __u64 cgid, struct custode_run *out);
+int custode_engine_set_run(struct custode_engine *e, __u64 cgid, const struct custode_run *run);
+int custode_engine_get_counters(struct custode_engine *e, __u64 cgid, struct custode_counters *out);
+/* Sum of the per-CPU engine stats. */
+int custode_engine_get_stats(struct custode_engine *e, struct custode_stats *out);
+/* Count registered runs. */
+int custode_engine_count_runs(struct custode_engine *e);
+
+/* The last lines libbpf logged (verifier output on a load failure). */
+const char *custode_libbpf_log(void);
+void custode_libbpf_log_reset(void);
+
+#endif

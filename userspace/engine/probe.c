@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
+#include <bpf/libbpf.h>
+
+#include "engine/probe.h"
+#include "util/fsutil.h"
+
+#include "probe.skel.h"
+
+int custode_parse_lockdown(const char *text, char *out, size_t outlen)
+{
+	const char *open = strchr(text, '['), *close;
+	size_t len;
+
+	if (!open || !(close = strchr(open, ']')))
+		return -EINVAL;
+	len = (size_t)(close - open - 1);
+	if (len == 0 || len >= outlen)
+		return -EINVAL;
+	memcpy(out, open + 1, len);
+	out[len] = 0;
+	return 0;
+}
+
+bool custode_lsm_list_has(const char *list, const char *lsm)
+{
+	size_t n = strlen(lsm);
+
+	for (const char *p = list; (p = strstr(p, lsm)); p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',' || p[n] == '\n'))
+			return true;
+	return false;
+}
+
+static void ensure_securityfs(void)
+{
+	struct statfs st;
+
+	if (statfs("/sys/kernel/security", &st) == 0 && st.f_type == SECURITYFS_MAGIC)
+		return;
+	if (geteuid() == 0)
+		mount("securityfs", "/sys/kernel/security", "securityfs", 0, NULL);
+}
+
+void custode_probe_host(struct custode_probe_result *r)
+{
+	char *text = NULL;
+
+	memset(r, 0, sizeof(*r));
+	ensure_securityfs();
+	if (custode_read_file("/sys/kernel/security/lsm", 4096, &text, NULL) == 0) {
+		r->lsm_list_known = true;
+		snprintf(r->lsm_list, sizeof(r->lsm_list), "%s", text);
+		r->lsm_list[strcspn(r->lsm_list, "\n")] = 0;
+		r->bpf_lsm_active = custode_lsm_list_has(r->lsm_list, "bpf");
+		free(text);
+		text = NULL;
+	}
+	if (custode_read_file("/sys/kernel/security/lockdown", 4096, &text, NULL) == 0) {
+		if (custode_parse_lockdown(text, r->lockdown, sizeof(r->lockdown)) < 0)
+			r->lockdown[0] = 0;
+		free(text);
+	}
+	r->btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+}
+
+static int probe_load(bool lsm)
+{
+	struct probe_bpf *skel;
+	int err;
+
+	skel = probe_bpf__open();
+	if (!skel)
+		return -errno;
+	bpf_program__set_autoload(skel->progs.probe_lsm, lsm);
+	bpf_program__set_autoload(skel->progs.probe_cgroup_sock_addr, !lsm);
+	err = probe_bpf__load(skel);
+	probe_bpf__destroy(skel);
+	return err;
+}
+
+void custode_probe_lsm(struct custode_probe_result *r)
+{
+	int err;
+
+	custode_probe_host(r);
+	r->lsm_probed = true;
+	if (geteuid() != 0) {
+		r->lsm_errno = EPERM;
+		snprintf(r->lsm_cause, sizeof(r->lsm_cause), "not probed: loading BPF needs root");
+		return;
+	}
+	err = probe_load(true);
+	r->lsm_loads = err == 0;
+	r->lsm_errno = -err;
+	if (r->lsm_loads)
+		return;
+	if (!r->btf)
+		snprintf(r->lsm_cause, sizeof(r->lsm_cause),
+			 "the kernel exposes no BTF (/sys/kernel/btf/vmlinux missing); LSM programs need it");
+	else if (r->lsm_list_known && !r->bpf_lsm_active)
+		snprintf(r->lsm_cause, sizeof(r->lsm_cause),
+			 "BPF-LSM is not active (active LSMs: %s); boot with lsm=...,bpf and CONFIG_BPF_LSM=y",
+			 r->lsm_list);
+	else if (r->lsm_errno == EPERM && r->lockdown[0] && strcmp(r->lockdown, "none") != 0)
+		snprintf(r->lsm_cause, sizeof(r->lsm_cause),
+			 "lockdown=%s: the locked-down kernel refuses LSM programs (EPERM with an empty verifier "
+			 "log, as for fentry/fexit); lockdown cannot be lowered at run time",
+			 r->lockdown);
+	else
+		snprintf(r->lsm_cause, sizeof(r->lsm_cause), "loading an lsm/file_open program failed: %s",
+			 strerror(r->lsm_errno));
+}
+
+void custode_probe_cgroup(struct custode_probe_result *r)
+{
+	int err;
+
+	r->cgroup_probed = true;
+	if (geteuid() != 0) {
+		r->cgroup_errno = EPERM;
+		snprintf(r->cgroup_cause, sizeof(r->cgroup_cause), "not probed: loading BPF needs root");
+		return;
+	}
+	err = probe_load(false);
+	r->cgroup_loads = err == 0;
+	r->cgroup_errno = -err;
+	if (!r->cgroup_loads)
+		snprintf(r->cgroup_cause, sizeof(r->cgroup_cause), "loading a cgroup/connect4 program failed: %s",
+			 strerror(r->cgroup_errno));
+}

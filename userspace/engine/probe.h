@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What this kernel lets custode load, with the evidence (used by doctor and by the loader). */
+#ifndef CUSTODE_ENGINE_PROBE_H
+#define CUSTODE_ENGINE_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct custode_probe_result {
+	bool lsm_list_known;
+	char lsm_list[256];      /* /sys/kernel/security/lsm */
+	bool bpf_lsm_active;     /* "bpf" in the list */
+	char lockdown[32];       /* "none", "integrity", "confidentiality"; "" if unknown */
+	bool btf;                /* /sys/kernel/btf/vmlinux */
+
+	bool lsm_probed;
+	bool lsm_loads;
+	int lsm_errno;
+	char lsm_cause[384];     /* why not, in words, naming the cause */
+
+	bool cgroup_probed;
+	bool cgroup_loads;
+	int cgroup_errno;
+	char cgroup_cause[256];
+};
+
+/* The active lockdown level from the text of /sys/kernel/security/lockdown ("none [integrity] ..."). */
+int custode_parse_lockdown(const char *text, char *out, size_t outlen);
+/* Whether the comma-separated LSM list names lsm. */
+bool custode_lsm_list_has(const char *list, const char *lsm);
+
+/* Fill the host facts (LSM list, lockdown, BTF); mounts securityfs if needed and possible. */
+void custode_probe_host(struct custode_probe_result *r);
+/* Host facts, then try to load a minimal lsm/file_open program. */
+void custode_probe_lsm(struct custode_probe_result *r);
+/* Try to load a minimal cgroup/connect4 program. */
+void custode_probe_cgroup(struct custode_probe_result *r);
+
+#endif

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Compile a policy's filesystem rules for one run: bind ${workspace} and
+ * ${tmp}, normalise each path, merge duplicates, and encode rule keys for the
+ * engine's LPM trie (include/custode/abi.h).
+ */
+#ifndef CUSTODE_POLICY_COMPILE_H
+#define CUSTODE_POLICY_COMPILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "custode/abi.h"
+#include "policy/policy.h"
+
+struct custode_bindings {
+	const char *workspace; /* absolute, canonical */
+	const char *tmp;       /* absolute, canonical */
+};
+
+struct custode_compiled_rule {
+	char path[CUSTODE_RULE_PATH_MAX]; /* normalised, no trailing '/', "/" for the root */
+	uint32_t allow;
+};
+
+struct custode_fs_ruleset {
+	struct custode_compiled_rule *rules; /* sorted by path */
+	size_t n;
+};
+
+/*
+ * Normalise an absolute path in place: collapse "//", drop "/." and a
+ * trailing '/', refuse ".." (a rule must name what it means). -EINVAL if not
+ * absolute or has "..".
+ */
+int custode_path_normalize(char *path);
+
+/* Expand variables in one rule path into out. */
+int custode_path_bind(const char *in, const struct custode_bindings *b, char *out, size_t outlen,
+		      struct custode_refusal *why);
+
+int custode_policy_compile_fs(const struct custode_policy *p, const struct custode_bindings *b,
+			      struct custode_fs_ruleset *out, struct custode_refusal *why);
+void custode_fs_ruleset_free(struct custode_fs_ruleset *rs);
+
+/*
+ * Keys for one compiled rule in rule set `ruleset`. A rule for D matches D
+ * itself ("D\0") and everything below it ("D/"), never a sibling such as
+ * "Dx". The root rule is the single prefix "/". Returns the number of keys (1 or 2).
+ */
+int custode_rule_keys(const struct custode_compiled_rule *r, uint32_t ruleset, struct custode_path_key keys[2]);
+
+/* Userspace model of the engine's decision: allowed classes for an absolute resolved path. */
+uint32_t custode_fs_lookup(const struct custode_fs_ruleset *rs, const char *path);
+
+#endif

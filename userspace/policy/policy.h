@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Policy documents, schema custode.policy/v1 (docs/policy.md): parsed
+ * strictly (unknown fields, wrong types and duplicate keys refused, with the
+ * field's path in the message) into struct custode_policy.
+ */
+#ifndef CUSTODE_POLICY_H
+#define CUSTODE_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/reasons.h"
+
+#define CUSTODE_POLICY_SCHEMA "custode.policy/v1"
+#define CUSTODE_POLICY_MAX_BYTES (16u << 20)
+#define CUSTODE_POLICY_MAX_FS_RULES 100000
+#define CUSTODE_POLICY_MAX_EGRESS 100000
+#define CUSTODE_POLICY_MAX_ENV 1024
+#define CUSTODE_POLICY_MAX_NAME 128
+
+struct custode_fs_rule {
+	char *path;     /* as written, variables unexpanded */
+	uint32_t allow; /* CUSTODE_ACCESS_* */
+};
+
+enum custode_egress_kind { CUSTODE_EGRESS_HOST = 1, CUSTODE_EGRESS_CIDR = 2 };
+enum custode_proto { CUSTODE_PROTO_ANY = 0, CUSTODE_PROTO_TCP = 6, CUSTODE_PROTO_UDP = 17 };
+
+struct custode_egress_rule {
+	int kind;
+	char *host;          /* kind HOST */
+	uint8_t addr[16];    /* kind CIDR: IPv4 as ::ffff:a.b.c.d */
+	uint8_t prefixlen;   /* in the 128-bit form */
+	bool ipv4;
+	int proto;           /* enum custode_proto */
+	uint16_t *ports;     /* empty: any port */
+	size_t n_ports;
+};
+
+struct custode_limits {
+	int64_t memory_bytes; /* -1: unset */
+	int64_t pids;
+	int64_t cpu_millis;   /* "cpu": CPUs as a number, stored in thousandths */
+	int64_t wall_seconds;
+	int64_t output_bytes;
+};
+
+struct custode_policy {
+	char *name;
+	uint64_t version;
+	bool has_validity;
+	int64_t not_before; /* unix seconds; 0 if absent */
+	int64_t not_after;
+	char *content_digest; /* "sha256:<hex>" or NULL */
+
+	bool audit;
+
+	bool has_filesystem;
+	struct custode_fs_rule *fs;
+	size_t n_fs;
+
+	bool has_process;
+	bool ptrace_run;  /* "ptrace": "run" */
+	bool signals_run; /* "signals": "run" */
+
+	bool has_network;
+	struct custode_egress_rule *egress;
+	size_t n_egress;
+	struct custode_egress_rule *private_addrs; /* kind CIDR, no ports */
+	size_t n_private;
+
+	bool has_limits;
+	struct custode_limits limits;
+
+	bool has_env;
+	char **env;
+	size_t n_env;
+};
+
+/* Parse a policy document. On failure *out is untouched and *why says which field and why. */
+int custode_policy_parse(const char *text, size_t len, struct custode_policy **out, struct custode_refusal *why);
+void custode_policy_free(struct custode_policy *p);
+
+/* Enforcement classes (enum custode_class) the policy needs. */
+unsigned custode_policy_classes(const struct custode_policy *p);
+
+/* "read,write" → mask; -1 on an unknown class name. */
+int custode_access_parse_name(const char *name);
+/* mask → "read,exec" into buf. */
+const char *custode_access_format(uint32_t mask, char *buf, size_t len);
+
+#endif

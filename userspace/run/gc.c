@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "cgroup/cgroup.h"
+#include "run/run.h"
+#include "util/reasons.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: custode gc [--json]\n"
+		   "\n"
+		   "Reap orphaned runs: runs whose launcher is gone (killed, crashed). Each\n"
+		   "orphan's processes are killed, its cgroup removed, then it is\n"
+		   "unregistered; until then it stays confined. Also removes registrations\n"
+		   "whose cgroup no longer exists.\n"
+		   "\n"
+		   "  --json   one JSON object per reaped run on stdout\n"
+		   "  --help   this text\n"
+		   "\n"
+		   "Exit: 0 done (even if nothing was orphaned), 1 some run could not be reaped,\n"
+		   "125 custode cannot operate (not root, no engine).\n");
+}
+
+static void report(bool json, const char *hex, const char *what, int err)
+{
+	if (json)
+		printf("{\"run_id\":\"%s\",\"action\":\"%s\",\"ok\":%s}\n", hex, what, err ? "false" : "true");
+	else if (err)
+		fprintf(stderr, "custode: gc: run %s: %s failed: %s\n", hex, what, strerror(-err));
+	else
+		fprintf(stderr, "custode: gc: run %s: %s\n", hex, what);
+}
+
+/* Orphans known from state files: launcher gone means the run lock is free. */
+static int reap_state_files(struct custode_engine *e, bool json)
+{
+	DIR *d = opendir(CUSTODE_RUNS_DIR);
+	struct dirent *de;
+	int failed = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		struct custode_runstate st;
+		char *dot = strrchr(de->d_name, '.'), hex[17];
+		__u64 id;
+		int fd, err;
+
+		if (!dot || strcmp(dot, ".lock") != 0 || dot - de->d_name != 16)
+			continue;
+		snprintf(hex, sizeof(hex), "%.16s", de->d_name);
+		if (custode_run_id_parse(hex, &id) < 0)
+			continue;
+		fd = custode_runlock_try(id);
+		if (fd < 0)
+			continue; /* launcher alive (or unreadable): not ours to touch */
+		err = custode_runstate_read(id, &st);
+		if (err == -ENOENT) {
+			/* launcher died before writing state: nothing was registered */
+			custode_runstate_remove(id);
+			close(fd);
+			continue;
+		}
+		if (err) {
+			report(json, hex, "read state", err);
+			failed = 1;
+			close(fd);
+			continue;
+		}
+		err = custode_run_reap(e, &st, NULL, NULL);
+		report(json, hex, "reaped orphaned run", err);
+		failed |= err != 0;
+		close(fd);
+	}
+	closedir(d);
+	return failed;
+}
+
+/* run-* cgroups with no launcher lock file at all (state lost) are orphans too. */
+static int reap_cgroups(struct custode_engine *e, bool json)
+{
+	DIR *d = opendir(e->cg_root);
+	struct dirent *de;
+	int failed = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		struct custode_runstate st;
+		struct custode_run run;
+		char lockpath[PATH_MAX];
+		__u64 id;
+		int err;
+
+		if (de->d_type != DT_DIR || strncmp(de->d_name, "run-", 4) != 0 || custode_run_id_parse(de->d_name, &id) < 0)
+			continue;
+		snprintf(lockpath, sizeof(lockpath), "%s/%s.lock", CUSTODE_RUNS_DIR, de->d_name + 4);
+		if (access(lockpath, F_OK) == 0)
+			continue; /* handled through its state file */
+		memset(&st, 0, sizeof(st));
+		st.run_id = id;
+		snprintf(st.cgroup, sizeof(st.cgroup), "%s/%s", e->cg_root, de->d_name);
+		if (custode_cgroup_id(st.cgroup, &st.cgroup_id) < 0)
+			continue;
+		if (custode_engine_get_run(e, st.cgroup_id, &run) == 0)
+			st.ruleset = run.ruleset;
+		err = custode_run_reap(e, &st, NULL, NULL);
+		report(json, de->d_name + 4, "reaped run without state", err);
+		failed |= err != 0;
+	}
+	closedir(d);
+	return failed;
+}
+
+/* Registrations whose cgroup is gone and whose launcher is not alive. */
+static int reap_registrations(struct custode_engine *e, bool json)
+{
+	__u64 key, next, gone[256], ids[256];
+	__u32 rulesets[256];
+	void *prev = NULL;
+	int n = 0, failed = 0;
+
+	while (n < 256 && bpf_map_get_next_key(e->runs_fd, prev, &next) == 0) {
+		struct custode_run run;
+		char hex[17], path[PATH_MAX];
+		__u64 cgid;
+		int fd;
+
+		key = next;
+		prev = &key;
+		if (custode_engine_get_run(e, key, &run) < 0)
+			continue;
+		custode_run_id_format(run.run_id, hex);
+		snprintf(path, sizeof(path), "%s/run-%s", e->cg_root, hex);
+		if (custode_cgroup_id(path, &cgid) == 0 && cgid == key)
+			continue;
+		fd = custode_runlock_try(run.run_id);
+		if (fd < 0)
+			continue;
+		close(fd);
+		rulesets[n] = run.ruleset;
+		ids[n] = run.run_id;
+		gone[n++] = key;
+	}
+	for (int i = 0; i < n; i++) {
+		char hex[17];
+		int err = custode_engine_unregister(e, gone[i]);
+
+		if (!err)
+			err = custode_engine_delete_ruleset(e, rulesets[i]);
+		custode_runstate_remove(ids[i]);
+		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)gone[i]);
+		report(json, hex, "removed registration of a vanished cgroup", err);
+		failed |= err != 0;
+	}
+	return failed;
+}
+
+int custode_cmd_gc(int argc, char **argv)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	struct custode_refusal why = {0};
+	struct custode_engine e;
+	bool json = false;
+	int c, failed;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+		if (c == 'j')
+			json = true;
+		else if (c == 'h') {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (custode_host_prepare(&e, &why) || custode_engine_open(&e, 0, 0, &why)) {
+		if (why.reason == CUSTODE_REASON_ENGINE_MISSING)
+			return 0; /* no engine, nothing registered, nothing to reap */
+		fprintf(stderr, "custode: gc: %s: %s\n", custode_reason_name(why.reason), why.detail);
+		return 125;
+	}
+	failed = reap_state_files(&e, json);
+	failed |= reap_cgroups(&e, json);
+	failed |= reap_registrations(&e, json);
+	custode_engine_close(&e);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/sched.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "cgroup/cgroup.h"
+#include "policy/profiles.h"
+#include "run/run.h"
+#include "util/fsutil.h"
+#include "util/reasons.h"
+
+#define EXIT_REFUSED 125
+#define EXIT_CANNOT_EXEC 126
+#define EXIT_NOT_FOUND 127
+#define EXIT_TIMEOUT 124
+
+struct run_opts {
+	const char *profile;
+	const char *workspace;
+	long timeout_sec;
+	bool audit;
+	char **argv;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: custode run [--profile NAME] [--workspace DIR] [--timeout SEC] [--audit] -- CMD [ARG...]\n"
+		   "\n"
+		   "Run CMD confined: in a new cgroup registered with the engine, under the\n"
+		   "policy of a built-in profile. custode refuses (exit 125) rather than run\n"
+		   "anything unenforced.\n"
+		   "\n"
+		   "  --profile NAME    built-in profile (default: read); see `custode profiles`\n"
+		   "  --workspace DIR   the run's ${workspace} (default: the current directory);\n"
+		   "                    CMD starts there\n"
+		   "  --timeout SEC     kill the whole run after SEC seconds (exit 124)\n"
+		   "  --audit           report decisions without denying (events say enforced=false)\n"
+		   "  --help            this text\n"
+		   "\n"
+		   "Exit: CMD's status (128+N if killed by signal N); 124 timeout; 125 custode\n"
+		   "refused or failed; 126 CMD cannot be executed; 127 CMD not found.\n"
+		   "Denials are summarised on stderr at exit; `custode events` has the details.\n");
+}
+
+static int refuse(const struct custode_refusal *why)
+{
+	fprintf(stderr, "custode: run: refused: %s: %s\n", custode_reason_name(why->reason), why->detail);
+	return EXIT_REFUSED;
+}
+
+void custode_denial_summary(const struct custode_counters *c, char *out, size_t len)
+{
+	__u64 total = 0;
+	size_t off;
+	const char *sep = ": ";
+
+	for (int i = 0; i < CUSTODE_REASON_KERNEL_MAX; i++)
+		total += c->denials[i];
+	off = (size_t)snprintf(out, len, "%" PRIu64 " denial%s", (uint64_t)total, total == 1 ? "" : "s");
+	for (int i = 0; i < CUSTODE_REASON_KERNEL_MAX && off < len; i++) {
+		const char *name = custode_reason_name(i);
+
+		if (!c->denials[i])
+			continue;
+		off += (size_t)snprintf(out + off, len - off, "%s%s=%" PRIu64, sep, name ? name : "unknown",
+					(uint64_t)c->denials[i]);
+		sep = ", ";
+	}
+}
+
+int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st, const struct custode_fs_ruleset *rs,
+		     struct custode_counters *counters)
+{
+	struct custode_run run;
+	int err;
+
+	/* From here on every hook denies for this run, so nothing races the kill. */
+	if (custode_engine_get_run(e, st->cgroup_id, &run) == 0) {
+		run.flags |= CUSTODE_RUN_CANCELLED;
+		custode_engine_set_run(e, st->cgroup_id, &run);
+	}
+	if (access(st->cgroup, F_OK) == 0) {
+		custode_cgroup_kill(st->cgroup);
+		err = custode_cgroup_wait_empty(st->cgroup, 10000);
+		if (err == -ETIMEDOUT)
+			return err; /* still registered and cancelled: confined */
+		err = custode_cgroup_remove(st->cgroup);
+		if (err && access(st->cgroup, F_OK) == 0)
+			return err;
+	}
+	if (counters && custode_engine_get_counters(e, st->cgroup_id, counters) < 0)
+		memset(counters, 0, sizeof(*counters));
+	custode_engine_unregister(e, st->cgroup_id);
+	if (rs)
+		custode_engine_delete_rules(e, st->ruleset, rs);
+	else
+		custode_engine_delete_ruleset(e, st->ruleset);
+	if (st->tmp[0])
+		custode_rm_rf(st->tmp);
+	custode_runstate_remove(st->run_id);
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct run_opts *o)
+{
+	static const struct option opts[] = {
+		{"profile", required_argument, NULL, 'p'}, {"workspace", required_argument, NULL, 'w'},
+		{"timeout", required_argument, NULL, 't'}, {"audit", no_argument, NULL, 'a'},
+		{"help", no_argument, NULL, 'h'},
+		/* contract options of later issues, refused until implemented */
+		{"bundle", required_argument, NULL, 'B'}, {"trust", required_argument, NULL, 'T'},
+		{"allow", required_argument, NULL, 'A'}, {"receipt", required_argument, NULL, 'R'},
+		{0}};
+	char *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->profile = "read";
+	o->timeout_sec = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			o->profile = optarg;
+			break;
+		case 'w':
+			o->workspace = optarg;
+			break;
+		case 't':
+			errno = 0;
+			o->timeout_sec = strtol(optarg, &end, 10);
+			if (errno || *end || o->timeout_sec <= 0 || o->timeout_sec > 100L * 365 * 86400) {
+				fprintf(stderr, "custode: run: --timeout: '%s' is not a positive number of seconds\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'a':
+			o->audit = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		case 'B':
+		case 'T':
+		case 'A':
+		case 'R':
+			fprintf(stderr, "custode: run: refused: %s: --%s is not supported by this custode yet\n",
+				custode_reason_name(CUSTODE_REASON_RUN_USAGE),
+				c == 'B' ? "bundle" : c == 'T' ? "trust" : c == 'A' ? "allow" : "receipt");
+			return -1;
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "custode: run: no command given\n");
+		usage(stderr);
+		return -1;
+	}
+	o->argv = argv + optind;
+	return 0;
+}
+
+static int load_policy(const char *profile, struct custode_policy **out, struct custode_refusal *why)
+{
+	const struct custode_builtin_profile *bp = custode_profile_find(profile);
+	struct custode_policy *p = NULL;
+	int err;
+
+	if (!bp)
+		return custode_refuse(why, ENOENT, CUSTODE_REASON_POLICY_UNKNOWN_PROFILE,
+				      "no built-in profile named '%s' (see `custode profiles`)", profile);
+	err = custode_policy_parse(bp->text, bp->len, &p, why);
+	if (err)
+		return err;
+	/* Fail closed: a section custode cannot enforce yet is a refusal, never ignored. */
+	if (p->has_process || p->has_network || p->has_limits || p->has_env) {
+		const char *what = p->has_process ? "process" : p->has_network ? "network" : p->has_limits ? "limits" : "env";
+		custode_policy_free(p);
+		return custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
+				      "profile '%s' has a content.%s section, which this custode cannot enforce yet",
+				      profile, what);
+	}
+	*out = p;
+	return 0;
+}
+
+static int exit_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return EXIT_REFUSED;
+}
+
+struct launch {
+	struct custode_engine e;
+	struct custode_policy *policy;
+	struct custode_fs_ruleset rules;
+	struct custode_runstate st;
+	bool registered, rules_added, cgroup_made;
+	int lock_fd;
+};
+
+/* Undo a partial setup (no process has run in the cgroup yet). */
+static void setup_undo(struct launch *l)
+{
+	if (l->registered)
+		custode_engine_unregister(&l->e, l->st.cgroup_id);
+	if (l->rules_added)
+		custode_engine_delete_rules(&l->e, l->st.ruleset, &l->rules);
+	if (l->cgroup_made)
+		custode_cgroup_remove(l->st.cgroup);
+	if (l->st.tmp[0])
+		custode_rm_rf(l->st.tmp);
+	custode_runstate_remove(l->st.run_id);
+}
+
+static int setup(struct launch *l, const struct run_opts *o, struct custode_refusal *why)
+{
+	struct custode_bindings b;
+	struct custode_run run = {0};
+	char ws[PATH_MAX], tmpbase[PATH_MAX], hex[17];
+	struct stat sb;
+	int err, lock;
+
+	if (!realpath(o->workspace ? o->workspace : ".", ws) || stat(ws, &sb) < 0 || !S_ISDIR(sb.st_mode))
+		return custode_refuse(why, ENOTDIR, CUSTODE_REASON_RUN_WORKSPACE, "workspace '%s': %s",
+				      o->workspace ? o->workspace : ".", errno ? strerror(errno) : "not a directory");
+	if (getrandom(&l->st.run_id, sizeof(l->st.run_id), 0) != sizeof(l->st.run_id))
+		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "getrandom: %s", strerror(errno));
+	custode_run_id_format(l->st.run_id, hex);
+	snprintf(l->st.workspace, sizeof(l->st.workspace), "%s", ws);
+	snprintf(l->st.policy, sizeof(l->st.policy), "%s", l->policy->name);
+	l->st.launcher_pid = getpid();
+	l->st.started = time(NULL);
+
+	/* The lock comes first: gc treats a run whose lock is free as orphaned. */
+	l->lock_fd = custode_runlock_take(l->st.run_id);
+	if (l->lock_fd < 0)
+		return custode_refuse(why, -l->lock_fd, CUSTODE_REASON_RUN_SETUP_FAILED, "run lock: %s",
+				      strerror(-l->lock_fd));
+	if (!realpath("/tmp", tmpbase))
+		snprintf(tmpbase, sizeof(tmpbase), "/tmp");
+	snprintf(l->st.tmp, sizeof(l->st.tmp), "%s/custode-%s", tmpbase, hex);
+	if (mkdir(l->st.tmp, 0700) < 0) {
+		l->st.tmp[0] = 0;
+		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "mkdir tmp: %s", strerror(errno));
+	}
+	snprintf(l->st.cgroup, sizeof(l->st.cgroup), "%s/run-%s", l->e.cg_root, hex);
+	if ((err = custode_runstate_write(&l->st)))
+		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "state file: %s", strerror(-err));
+
+	b.workspace = ws;
+	b.tmp = l->st.tmp;
+	if ((err = custode_policy_compile_fs(l->policy, &b, &l->rules, why)))
+		return err;
+
+	lock = custode_engine_lock();
+	if (lock < 0)
+		return custode_refuse(why, -lock, CUSTODE_REASON_RUN_SETUP_FAILED, "engine lock: %s", strerror(-lock));
+	err = custode_engine_alloc_ruleset(&l->e, &l->st.ruleset);
+	custode_engine_unlock(lock);
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_MAP_FULL, "no free rule set: %s", strerror(-err));
+	/* Rules before registration, registration before the first process. */
+	l->rules_added = true;
+	if ((err = custode_engine_add_rules(&l->e, l->st.ruleset, &l->rules)))
+		return custode_refuse(why, -err, err == -E2BIG || err == -ENOSPC ? CUSTODE_REASON_ENGINE_MAP_FULL
+										 : CUSTODE_REASON_RUN_SETUP_FAILED,
+				      "adding %zu rules: %s", l->rules.n, strerror(-err));
+	if (mkdir(l->st.cgroup, 0755) < 0)
+		return custode_refuse(why, errno, CUSTODE_REASON_CGROUP_FAILED, "mkdir %s: %s", l->st.cgroup,
+				      strerror(errno));
+	l->cgroup_made = true;
+	if ((err = custode_cgroup_id(l->st.cgroup, &l->st.cgroup_id)))
+		return custode_refuse(why, -err, CUSTODE_REASON_CGROUP_FAILED, "cgroup id: %s", strerror(-err));
+	run.run_id = l->st.run_id;
+	run.ruleset = l->st.ruleset;
+	run.flags = CUSTODE_RUN_FILE | (o->audit || l->policy->audit ? CUSTODE_RUN_AUDIT : 0);
+	run.policy_version = (__u32)l->policy->version;
+	if ((err = custode_engine_register(&l->e, l->st.cgroup_id, &run)))
+		return custode_refuse(why, -err, err == -E2BIG ? CUSTODE_REASON_ENGINE_MAP_FULL : CUSTODE_REASON_RUN_SETUP_FAILED,
+				      "register run: %s", strerror(-err));
+	l->registered = true;
+	if ((err = custode_runstate_write(&l->st)))
+		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "state file: %s", strerror(-err));
+	return 0;
+}
+
+/* In the child, inside the run's cgroup: exec or report errno on the pipe. */
+static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const struct launch *l, const sigset_t *old,
+						 int errfd)
+{
+	int e;
+
+	sigprocmask(SIG_SETMASK, old, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if (chdir(l->st.workspace) < 0)
+		goto fail;
+	setenv("TMPDIR", l->st.tmp, 1);
+	execvp(o->argv[0], o->argv);
+fail:
+	e = errno;
+	if (write(errfd, &e, sizeof(e)) < 0) {
+		/* nothing left to report with */
+	}
+	_exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+}
+
+static pid_t spawn_into(int cgfd, const struct run_opts *o, const struct launch *l, const sigset_t *old, int *errpipe)
+{
+	struct clone_args args;
+	long pid;
+
+	memset(&args, 0, sizeof(args));
+	args.flags = CLONE_INTO_CGROUP;
+	args.exit_signal = SIGCHLD;
+	args.cgroup = (__u64)cgfd;
+	pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pid == 0) {
+		close(errpipe[0]);
+		child_exec(o, l, old, errpipe[1]);
+	}
+	return (pid_t)pid;
+}
+
+int custode_cmd_run(int argc, char **argv)
+{
+	struct custode_refusal why = {0};
+	struct run_opts o;
+	struct launch l;
+	struct custode_counters counters;
+	sigset_t mask, old;
+	int errpipe[2] = {-1, -1}, sfd = -1, cgfd = -1, status = 0, code, err, exec_errno = 0;
+	pid_t child;
+	bool child_done = false;
+	int cancel_code = -1;
+	long long deadline = 0;
+	char summary[1024], hex[17];
+
+	err = parse_args(argc, argv, &o);
+	if (err)
+		return err > 0 ? 0 : EXIT_REFUSED;
+	memset(&l, 0, sizeof(l));
+	l.lock_fd = -1;
+	if ((err = load_policy(o.profile, &l.policy, &why)))
+		return refuse(&why);
+	if ((err = custode_host_prepare(&l.e, &why)))
+		goto refused;
+	if ((err = custode_engine_open(&l.e, custode_policy_classes(l.policy), CUSTODE_ENGINE_LOAD, &why)))
+		goto refused;
+	if ((err = setup(&l, &o, &why))) {
+		setup_undo(&l);
+		goto refused;
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	cgfd = open(l.st.cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (sfd < 0 || cgfd < 0 || pipe2(errpipe, O_CLOEXEC) < 0) {
+		custode_refuse(&why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "launcher setup: %s", strerror(errno));
+		setup_undo(&l);
+		goto refused;
+	}
+	fflush(NULL);
+	child = spawn_into(cgfd, &o, &l, &old, errpipe);
+	if (child < 0) {
+		custode_refuse(&why, errno, CUSTODE_REASON_CGROUP_FAILED, "clone3 into %s: %s", l.st.cgroup,
+			       strerror(errno));
+		setup_undo(&l);
+		goto refused;
+	}
+	close(errpipe[1]);
+	close(cgfd);
+	if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) != sizeof(exec_errno))
+		exec_errno = 0;
+	close(errpipe[0]);
+
+	if (o.timeout_sec) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		deadline = (ts.tv_sec + o.timeout_sec) * 1000LL + ts.tv_nsec / 1000000;
+	}
+	while (!child_done) {
+		struct pollfd pfd = {.fd = sfd, .events = POLLIN};
+		struct signalfd_siginfo si;
+		int wait_ms = -1;
+
+		if (deadline) {
+			struct timespec ts;
+			long long now;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			now = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+			if (now >= deadline && cancel_code < 0) {
+				cancel_code = EXIT_TIMEOUT;
+				fprintf(stderr, "custode: run: timeout after %ld s: killing the run\n", o.timeout_sec);
+				custode_cgroup_kill(l.st.cgroup);
+				deadline = 0;
+			} else if (deadline) {
+				wait_ms = (int)(deadline - now);
+			}
+		}
+		if (poll(&pfd, 1, wait_ms) <= 0)
+			continue;
+		if (read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		if (si.ssi_signo == SIGCHLD) {
+			pid_t w;
+			while ((w = waitpid(-1, &status, WNOHANG)) > 0)
+				if (w == child)
+					child_done = true;
+			continue;
+		}
+		if (cancel_code < 0) {
+			cancel_code = 128 + (int)si.ssi_signo;
+			fprintf(stderr, "custode: run: %s: killing the run\n", strsignal((int)si.ssi_signo));
+			custode_cgroup_kill(l.st.cgroup);
+		}
+	}
+
+	code = cancel_code >= 0 ? cancel_code : exit_status(status);
+	memset(&counters, 0, sizeof(counters));
+	err = custode_run_reap(&l.e, &l.st, &l.rules, &counters);
+	custode_run_id_format(l.st.run_id, hex);
+	if (err)
+		fprintf(stderr,
+			"custode: run %s: could not empty the run's cgroup (%s); it stays confined and cancelled, "
+			"`custode gc` retries\n",
+			hex, strerror(-err));
+	if (exec_errno)
+		fprintf(stderr, "custode: run: cannot execute '%s': %s\n", o.argv[0], strerror(exec_errno));
+	custode_denial_summary(&counters, summary, sizeof(summary));
+	if (strncmp(summary, "0 denials", 9) != 0)
+		fprintf(stderr, "custode: run %s: %s%s\n", hex, summary,
+			(o.audit || l.policy->audit) ? " (audit: nothing was denied)" : "");
+	close(sfd);
+	close(l.lock_fd);
+	custode_fs_ruleset_free(&l.rules);
+	custode_policy_free(l.policy);
+	custode_engine_close(&l.e);
+	return code;
+
+refused:
+	if (l.lock_fd >= 0)
+		close(l.lock_fd);
+	custode_fs_ruleset_free(&l.rules);
+	custode_policy_free(l.policy);
+	custode_engine_close(&l.e);
+	return refuse(&why);
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CUSTODE_RUN_H
+#define CUSTODE_RUN_H
+
+#include "custode/abi.h"
+#include "engine/engine.h"
+#include "policy/compile.h"
+#include "run/runstate.h"
+
+/*
+ * End a run: deny everything from now on (cancelled flag), kill the cgroup,
+ * wait until it is empty, remove it, then unregister and delete its rules
+ * (rs, or a scan of the trie when NULL) and its tmp directory. If the cgroup
+ * does not empty, the run stays registered and cancelled (still confined)
+ * and -ETIMEDOUT is returned. counters (optional) receives the final counts.
+ */
+int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st, const struct custode_fs_ruleset *rs,
+		     struct custode_counters *counters);
+
+/* "2 denials: file.read.denied=1 file.write.denied=1" */
+void custode_denial_summary(const struct custode_counters *c, char *out, size_t len);
+
+int custode_cmd_run(int argc, char **argv);
+int custode_cmd_gc(int argc, char **argv);
+
+#endif

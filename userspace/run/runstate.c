@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <jansson.h>
+
+#include "engine/engine.h"
+#include "run/runstate.h"
+#include "util/fsutil.h"
+
+void custode_run_id_format(__u64 id, char out[17])
+{
+	snprintf(out, 17, "%016" PRIx64, (uint64_t)id);
+}
+
+int custode_run_id_parse(const char *s, __u64 *id)
+{
+	__u64 v = 0;
+
+	if (strncmp(s, "run-", 4) == 0)
+		s += 4;
+	if (strlen(s) != 16)
+		return -EINVAL;
+	for (int i = 0; i < 16; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return -EINVAL;
+		v = v << 4 | (__u64)d;
+	}
+	*id = v;
+	return 0;
+}
+
+static void state_path(__u64 run_id, const char *ext, char *out, size_t len)
+{
+	char hex[17];
+
+	custode_run_id_format(run_id, hex);
+	snprintf(out, len, "%s/%s.%s", CUSTODE_RUNS_DIR, hex, ext);
+}
+
+int custode_runstate_write(const struct custode_runstate *st)
+{
+	char path[PATH_MAX], hex[17];
+	json_t *o;
+	char *text;
+	int err;
+
+	custode_run_id_format(st->run_id, hex);
+	o = json_pack("{s:s, s:I, s:i, s:i, s:I, s:s, s:s, s:s, s:s}", "run_id", hex, "cgroup_id",
+		      (json_int_t)st->cgroup_id, "ruleset", (int)st->ruleset, "launcher_pid", st->launcher_pid,
+		      "started", (json_int_t)st->started, "cgroup", st->cgroup, "tmp", st->tmp, "workspace",
+		      st->workspace, "policy", st->policy);
+	if (!o)
+		return -ENOMEM;
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!text)
+		return -ENOMEM;
+	state_path(st->run_id, "json", path, sizeof(path));
+	err = custode_write_file_atomic(path, text, strlen(text), 0600);
+	free(text);
+	return err;
+}
+
+static int copy_str(json_t *o, const char *key, char *out, size_t len)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_string(v) || strlen(json_string_value(v)) >= len)
+		return -EINVAL;
+	strcpy(out, json_string_value(v));
+	return 0;
+}
+
+int custode_runstate_parse(const char *text, struct custode_runstate *st)
+{
+	struct custode_runstate tmp;
+	json_t *o, *v;
+	char hex[32];
+	int err = -EINVAL;
+
+	memset(&tmp, 0, sizeof(tmp));
+	o = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(o))
+		goto out;
+	if (copy_str(o, "run_id", hex, sizeof(hex)) || custode_run_id_parse(hex, &tmp.run_id))
+		goto out;
+	if (!json_is_integer(v = json_object_get(o, "cgroup_id")))
+		goto out;
+	tmp.cgroup_id = (__u64)json_integer_value(v);
+	if (!json_is_integer(v = json_object_get(o, "ruleset")))
+		goto out;
+	tmp.ruleset = (__u32)json_integer_value(v);
+	if (!json_is_integer(v = json_object_get(o, "launcher_pid")))
+		goto out;
+	tmp.launcher_pid = (int)json_integer_value(v);
+	if (!json_is_integer(v = json_object_get(o, "started")))
+		goto out;
+	tmp.started = json_integer_value(v);
+	if (copy_str(o, "cgroup", tmp.cgroup, sizeof(tmp.cgroup)) || copy_str(o, "tmp", tmp.tmp, sizeof(tmp.tmp)) ||
+	    copy_str(o, "workspace", tmp.workspace, sizeof(tmp.workspace)) ||
+	    copy_str(o, "policy", tmp.policy, sizeof(tmp.policy)))
+		goto out;
+	*st = tmp;
+	err = 0;
+out:
+	json_decref(o);
+	return err;
+}
+
+int custode_runstate_read(__u64 run_id, struct custode_runstate *st)
+{
+	char path[PATH_MAX], *text = NULL;
+	int err;
+
+	state_path(run_id, "json", path, sizeof(path));
+	err = custode_read_file(path, 1 << 20, &text, NULL);
+	if (err)
+		return err;
+	err = custode_runstate_parse(text, st);
+	free(text);
+	return err;
+}
+
+void custode_runstate_remove(__u64 run_id)
+{
+	char path[PATH_MAX];
+
+	state_path(run_id, "json", path, sizeof(path));
+	unlink(path);
+	state_path(run_id, "lock", path, sizeof(path));
+	unlink(path);
+}
+
+static int lock_open(__u64 run_id, int how)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	state_path(run_id, "lock", path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, how) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int custode_runlock_take(__u64 run_id)
+{
+	return lock_open(run_id, LOCK_EX | LOCK_NB);
+}
+
+int custode_runlock_try(__u64 run_id)
+{
+	return lock_open(run_id, LOCK_EX | LOCK_NB);
+}

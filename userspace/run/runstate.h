@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a launcher records about its run in CUSTODE_RUNS_DIR, so that `custode
+ * gc` can clean up after a launcher that died: <id>.lock is flock'ed by the
+ * launcher for its whole life (lockable means orphaned); <id>.json holds the
+ * state, written atomically.
+ */
+#ifndef CUSTODE_RUNSTATE_H
+#define CUSTODE_RUNSTATE_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+struct custode_runstate {
+	__u64 run_id;
+	__u64 cgroup_id;
+	__u32 ruleset;
+	int launcher_pid;
+	int64_t started;     /* unix seconds */
+	char cgroup[PATH_MAX];
+	char tmp[PATH_MAX];
+	char workspace[PATH_MAX];
+	char policy[128];
+};
+
+/* "0123456789abcdef" */
+void custode_run_id_format(__u64 id, char out[17]);
+int custode_run_id_parse(const char *s, __u64 *id);
+
+int custode_runstate_write(const struct custode_runstate *st);
+int custode_runstate_read(__u64 run_id, struct custode_runstate *st);
+int custode_runstate_parse(const char *text, struct custode_runstate *st);
+void custode_runstate_remove(__u64 run_id);
+
+/* Create and flock <id>.lock; returns the fd (kept open for the launcher's life). */
+int custode_runlock_take(__u64 run_id);
+/* Try to flock <id>.lock without blocking: fd if the launcher is gone, -EWOULDBLOCK if alive. */
+int custode_runlock_try(__u64 run_id);
+
+#endif
