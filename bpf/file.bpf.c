@@ -117,10 +117,11 @@ int BPF_PROG(custode_file_open, struct file *file, int ret)
 	if (!s)
 		return -EACCES; /* cannot happen; deny rather than allow */
 	want = file_access(file);
-	len = 0;
 	enforced = 1;
 
-	if (where == CUSTODE_UNREGISTERED) {
+	/* Resolve first: every record, even for a cancelled or unregistered run, names the file. */
+	len = bpf_d_path(&file->f_path, (char *)s->key.path, CUSTODE_PATH_MAX);
+	if (where == CUSTODE_UNREGISTERED || !run) {
 		reason = CUSTODE_REASON_RUN_UNREGISTERED;
 		goto deny;
 	}
@@ -132,11 +133,8 @@ int BPF_PROG(custode_file_open, struct file *file, int ret)
 	}
 	if (!(run->flags & CUSTODE_RUN_FILE))
 		return 0;
-
-	len = bpf_d_path(&file->f_path, (char *)s->key.path, CUSTODE_PATH_MAX);
 	if (len < 0) {
 		reason = len == -ENAMETOOLONG ? CUSTODE_REASON_PATH_TOO_LONG : CUSTODE_REASON_PATH_UNRESOLVED;
-		len = 0;
 		goto deny;
 	}
 	/* d_path marks names outside the task's root "(unreachable)/...": not absolute. */

@@ -24,49 +24,6 @@
 
 #include "file.skel.h"
 
-static char libbpf_log_buf[8192];
-static size_t libbpf_log_len;
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char line[1024];
-	int n;
-
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	if (n <= 0)
-		return 0;
-	/* keep the tail: the verifier's verdict is at the end */
-	if ((size_t)n >= sizeof(libbpf_log_buf))
-		n = sizeof(libbpf_log_buf) - 1;
-	if (libbpf_log_len + (size_t)n >= sizeof(libbpf_log_buf)) {
-		size_t drop = libbpf_log_len + (size_t)n - sizeof(libbpf_log_buf) + 1;
-		memmove(libbpf_log_buf, libbpf_log_buf + drop, libbpf_log_len - drop);
-		libbpf_log_len -= drop;
-	}
-	memcpy(libbpf_log_buf + libbpf_log_len, line, (size_t)n);
-	libbpf_log_len += (size_t)n;
-	libbpf_log_buf[libbpf_log_len] = 0;
-	return 0;
-}
-
-__attribute__((constructor)) static void engine_init_libbpf(void)
-{
-	libbpf_set_print(libbpf_print);
-}
-
-const char *custode_libbpf_log(void)
-{
-	return libbpf_log_buf;
-}
-
-void custode_libbpf_log_reset(void)
-{
-	libbpf_log_len = 0;
-	libbpf_log_buf[0] = 0;
-}
-
 static void engine_reset_fds(struct custode_engine *e)
 {
 	e->runs_fd = e->counters_fd = e->rules_fd = e->events_fd = e->stats_fd = e->meta_fd = -1;

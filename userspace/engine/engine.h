@@ -71,8 +71,4 @@ int custode_engine_get_stats(struct custode_engine *e, struct custode_stats *out
 /* Count registered runs. */
 int custode_engine_count_runs(struct custode_engine *e);
 
-/* The last lines libbpf logged (verifier output on a load failure). */
-const char *custode_libbpf_log(void);
-void custode_libbpf_log_reset(void);
-
 #endif

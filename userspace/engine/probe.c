@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,51 @@
 #include "util/fsutil.h"
 
 #include "probe.skel.h"
+
+/* libbpf's messages are kept (not printed) so callers can show them with a refusal. */
+static char libbpf_log_buf[8192];
+static size_t libbpf_log_len;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	int n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	if (n <= 0)
+		return 0;
+	/* keep the tail: the verifier's verdict is at the end */
+	if ((size_t)n >= sizeof(libbpf_log_buf))
+		n = sizeof(libbpf_log_buf) - 1;
+	if (libbpf_log_len + (size_t)n >= sizeof(libbpf_log_buf)) {
+		size_t drop = libbpf_log_len + (size_t)n - sizeof(libbpf_log_buf) + 1;
+		memmove(libbpf_log_buf, libbpf_log_buf + drop, libbpf_log_len - drop);
+		libbpf_log_len -= drop;
+	}
+	memcpy(libbpf_log_buf + libbpf_log_len, line, (size_t)n);
+	libbpf_log_len += (size_t)n;
+	libbpf_log_buf[libbpf_log_len] = 0;
+	return 0;
+}
+
+__attribute__((constructor)) static void engine_init_libbpf(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+const char *custode_libbpf_log(void)
+{
+	return libbpf_log_buf;
+}
+
+void custode_libbpf_log_reset(void)
+{
+	libbpf_log_len = 0;
+	libbpf_log_buf[0] = 0;
+}
+
 
 int custode_parse_lockdown(const char *text, char *out, size_t outlen)
 {

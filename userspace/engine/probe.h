@@ -36,4 +36,8 @@ void custode_probe_lsm(struct custode_probe_result *r);
 /* Try to load a minimal cgroup/connect4 program. */
 void custode_probe_cgroup(struct custode_probe_result *r);
 
+/* The last lines libbpf logged (verifier output on a load failure). */
+const char *custode_libbpf_log(void);
+void custode_libbpf_log_reset(void);
+
 #endif

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The kernel-test runner and its helpers (ktest.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "cgroup/cgroup.h"
+#include "engine/probe.h"
+#include "ktest.h"
+
+#define KTEST_MAX 256
+#define EXIT_SKIP 77
+
+static struct {
+	const char *name;
+	ktest_fn fn;
+} tests[KTEST_MAX];
+static int ntests;
+static int failures; /* in the child running one test */
+static char custode_path[PATH_MAX], tprobe_path[PATH_MAX];
+
+void ktest_register(const char *name, ktest_fn fn)
+{
+	if (ntests < KTEST_MAX) {
+		tests[ntests].name = name;
+		tests[ntests++].fn = fn;
+	}
+}
+
+void ktest_fail_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "    FAIL %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	failures++;
+}
+
+void ktest_skip(const char *why)
+{
+	fprintf(stderr, "    SKIP: %s\n", why);
+	fflush(NULL);
+	_exit(EXIT_SKIP);
+}
+
+void ktest_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "    ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+const char *ktest_custode(void)
+{
+	return custode_path;
+}
+
+const char *ktest_tprobe(void)
+{
+	return tprobe_path;
+}
+
+bool ktest_in_guest(void)
+{
+	const char *g = getenv("CUSTODE_IN_GUEST");
+	return g && !strcmp(g, "1");
+}
+
+void ktest_need_lsm(void)
+{
+	static int known = -1;
+	struct custode_probe_result r;
+
+	if (known < 0) {
+		custode_probe_lsm(&r);
+		known = r.lsm_loads;
+		if (!known) {
+			char why[512];
+			snprintf(why, sizeof(why), "BPF-LSM programs do not load here: %s", r.lsm_cause);
+			ktest_skip(why);
+		}
+	}
+	if (!known)
+		ktest_skip("BPF-LSM programs do not load here");
+}
+
+int ktest_spawn(char *const argv[], int uid, struct ktest_proc *p)
+{
+	int in[2], out[2], err[2];
+
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		return -errno;
+	p->pid = fork();
+	if (p->pid < 0)
+		return -errno;
+	if (p->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		if (uid >= 0) {
+			gid_t g = (gid_t)uid;
+			if (setgroups(1, &g) || setgid(g) || setuid((uid_t)uid))
+				_exit(99);
+		}
+		execv(argv[0], argv);
+		_exit(98);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	p->in = in[1];
+	p->out = out[0];
+	p->err = err[0];
+	return 0;
+}
+
+bool ktest_read_line(int fd, char *buf, size_t len, int timeout_ms)
+{
+	size_t n = 0;
+
+	while (n + 1 < len) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		char c;
+
+		if (poll(&pfd, 1, timeout_ms) <= 0)
+			return false;
+		if (read(fd, &c, 1) != 1)
+			return false;
+		if (c == '\n')
+			break;
+		buf[n++] = c;
+	}
+	buf[n] = 0;
+	return true;
+}
+
+static int decode_status(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return 128 + WTERMSIG(st);
+}
+
+int ktest_wait(struct ktest_proc *p, int timeout_ms)
+{
+	int st;
+
+	for (int waited = 0; waited <= timeout_ms; waited += 10) {
+		pid_t w = waitpid(p->pid, &st, WNOHANG);
+		if (w == p->pid)
+			return decode_status(st);
+		if (w < 0)
+			return -1;
+		usleep(10000);
+	}
+	return -1;
+}
+
+void ktest_proc_close(struct ktest_proc *p)
+{
+	if (p->in >= 0)
+		close(p->in);
+	if (p->out >= 0)
+		close(p->out);
+	if (p->err >= 0)
+		close(p->err);
+	p->in = p->out = p->err = -1;
+}
+
+int ktest_run(char *const argv[], int uid, int timeout_ms, struct ktest_result *r)
+{
+	struct ktest_proc p;
+	size_t no = 0, ne = 0;
+	struct timespec t0, t;
+	int st;
+
+	memset(r, 0, sizeof(*r));
+	if (ktest_spawn(argv, uid, &p) < 0)
+		return r->code = -1;
+	close(p.in);
+	p.in = -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd pfd[2] = {{.fd = p.out, .events = POLLIN}, {.fd = p.err, .events = POLLIN}};
+		long elapsed;
+
+		if (p.out < 0 && p.err < 0)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		elapsed = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (elapsed > timeout_ms) {
+			kill(p.pid, SIGKILL);
+			waitpid(p.pid, &st, 0);
+			ktest_proc_close(&p);
+			return r->code = -1;
+		}
+		if (poll(pfd, 2, 100) <= 0)
+			continue;
+		for (int i = 0; i < 2; i++) {
+			int *fd = i ? &p.err : &p.out;
+			char *buf = i ? r->err : r->out;
+			size_t *n = i ? &ne : &no;
+			char tmp[4096];
+			ssize_t got;
+
+			if (*fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			got = read(*fd, tmp, sizeof(tmp));
+			if (got <= 0) {
+				close(*fd);
+				*fd = -1;
+				continue;
+			}
+			if (*n + (size_t)got >= sizeof(r->out))
+				got = (ssize_t)(sizeof(r->out) - 1 - *n);
+			memcpy(buf + *n, tmp, (size_t)got);
+			*n += (size_t)got;
+			buf[*n] = 0;
+		}
+	}
+	waitpid(p.pid, &st, 0);
+	return r->code = decode_status(st);
+}
+
+bool ktest_write_file(const char *path, const char *content, int mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = write(fd, content, strlen(content)) == (ssize_t)strlen(content);
+	close(fd);
+	return ok;
+}
+
+bool ktest_make_dirs(struct ktest_dirs *d)
+{
+	snprintf(d->root, sizeof(d->root), "/tmp/ktest-XXXXXX");
+	if (!mkdtemp(d->root))
+		return false;
+	chmod(d->root, 0755);
+	snprintf(d->ws, sizeof(d->ws), "%s/ws", d->root);
+	snprintf(d->ws_file, sizeof(d->ws_file), "%s/f", d->ws);
+	snprintf(d->outside, sizeof(d->outside), "%s/outside", d->root);
+	return mkdir(d->ws, 0755) == 0 && ktest_write_file(d->ws_file, "in the workspace\n", 0644) &&
+	       ktest_write_file(d->outside, "outside the workspace\n", 0644);
+}
+
+json_t *ktest_events(void)
+{
+	static struct ktest_result r;
+	char *argv[] = {(char *)ktest_custode(), "events", "--json", NULL};
+	json_t *arr = json_array();
+
+	if (ktest_run(argv, -1, 20000, &r) != 0) {
+		ktest_log("custode events failed (%d): %s", r.code, r.err);
+		return arr;
+	}
+	for (char *save = NULL, *line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *o = json_loads(line, 0, NULL);
+		if (o)
+			json_array_append_new(arr, o);
+		else
+			ktest_log("not JSON: %s", line);
+	}
+	return arr;
+}
+
+json_t *ktest_find_event(json_t *arr, const char *hook, const char *reason, const char *path)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(arr, i, e) {
+		const char *h = json_string_value(json_object_get(e, "hook"));
+		const char *r = json_string_value(json_object_get(e, "reason"));
+		const char *p = json_string_value(json_object_get(json_object_get(e, "file"), "path"));
+
+		if (h && r && !strcmp(h, hook) && !strcmp(r, reason) && (!path || (p && !strcmp(p, path))))
+			return e;
+	}
+	return NULL;
+}
+
+bool ktest_proc_cgroup(int pid, char *out, size_t len)
+{
+	char path[64], mount[PATH_MAX], line[PATH_MAX];
+	FILE *f;
+	bool ok = false;
+
+	if (custode_cgroup2_mount(mount, sizeof(mount)) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(out, len, "%s%s", mount, line + 3);
+			ok = true;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
+bool ktest_pid_alive(int pid)
+{
+	char path[64], line[256];
+	FILE *f;
+	bool alive = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "State:", 6))
+			alive = !strchr(line, 'Z') && !strchr(line, 'X');
+	fclose(f);
+	return alive;
+}
+
+/* tprobe must be executable inside a `read` run, whose exec set is the system directories. */
+static void install_tprobe(const char *built)
+{
+	char cmd[PATH_MAX * 2 + 64];
+
+	if (ktest_in_guest() && geteuid() == 0) {
+		mkdir("/usr/local", 0755);
+		mkdir("/usr/local/bin", 0755);
+		snprintf(cmd, sizeof(cmd), "cp %s /usr/local/bin/custode-tprobe", built);
+		if (system(cmd) == 0) {
+			snprintf(tprobe_path, sizeof(tprobe_path), "/usr/local/bin/custode-tprobe");
+			return;
+		}
+	}
+	snprintf(tprobe_path, sizeof(tprobe_path), "%s", built);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: ktest [--require-all] [--list] [PATTERN...]\n"
+			"  --require-all  a skipped test fails (the guest, where every kernel test must run)\n"
+			"  PATTERN        fnmatch(3) patterns of test names to run\n");
+}
+
+int main(int argc, char **argv)
+{
+	char self[PATH_MAX], dir[PATH_MAX], built[PATH_MAX + 16];
+	bool require_all = false, list = false;
+	char **patterns = NULL;
+	int npat = 0, pass = 0, fail = 0, skip = 0, ran = 0;
+	ssize_t n;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--require-all"))
+			require_all = true;
+		else if (!strcmp(argv[i], "--list"))
+			list = true;
+		else if (argv[i][0] == '-') {
+			usage();
+			return 2;
+		} else {
+			if (!patterns)
+				patterns = &argv[i];
+			npat++;
+		}
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 2;
+	self[n] = 0;
+	snprintf(dir, sizeof(dir), "%s", self);
+	*strrchr(dir, '/') = 0;
+	snprintf(custode_path, sizeof(custode_path), "%s/../custode", dir);
+	if (getenv("CUSTODE_BIN"))
+		snprintf(custode_path, sizeof(custode_path), "%s", getenv("CUSTODE_BIN"));
+	snprintf(built, sizeof(built), "%s/tprobe", dir);
+	install_tprobe(built);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	printf("TAP version 13\n");
+	for (int i = 0; i < ntests; i++) {
+		bool match = npat == 0;
+		int st, code;
+		pid_t pid;
+
+		for (int k = 0; k < npat && !match; k++)
+			match = fnmatch(patterns[k], tests[i].name, 0) == 0;
+		if (!match)
+			continue;
+		if (list) {
+			printf("%s\n", tests[i].name);
+			continue;
+		}
+		ran++;
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			tests[i].fn();
+			fflush(NULL);
+			_exit(failures ? 1 : 0);
+		}
+		waitpid(pid, &st, 0);
+		code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (code == 0) {
+			printf("ok %d - %s\n", ran, tests[i].name);
+			pass++;
+		} else if (code == EXIT_SKIP && !require_all) {
+			printf("ok %d - %s # SKIP\n", ran, tests[i].name);
+			skip++;
+		} else {
+			printf("not ok %d - %s%s\n", ran, tests[i].name,
+			       code == EXIT_SKIP ? " (skipped, but --require-all)" : "");
+			fail++;
+		}
+	}
+	if (list)
+		return 0;
+	printf("1..%d\n# pass %d, fail %d, skip %d\n", ran, pass, fail, skip);
+	if (ran == 0)
+		return 1;
+	if (fail)
+		return 1;
+	return skip == ran ? 77 : 0;
+}

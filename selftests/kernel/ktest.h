@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A small kernel-test framework in the style of the kernel's
+ * selftests/bpf/test_progs.h: assertions return bool, so a test reads
+ *   if (!ASSERT_EQ(code, 0, "exit")) return;
+ * Each test runs in its own process. A test that needs something the host
+ * lacks calls ktest_skip(); under --require-all (the guest) a skip fails.
+ */
+#ifndef CUSTODE_KTEST_H
+#define CUSTODE_KTEST_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <jansson.h>
+
+typedef void (*ktest_fn)(void);
+void ktest_register(const char *name, ktest_fn fn);
+
+#define KTEST(name)                                                             \
+	static void test_##name(void);                                          \
+	__attribute__((constructor)) static void register_##name(void)         \
+	{                                                                       \
+		ktest_register(#name, test_##name);                             \
+	}                                                                       \
+	static void test_##name(void)
+
+void ktest_fail_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+__attribute__((noreturn)) void ktest_skip(const char *why);
+void ktest_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define ASSERT_TRUE(cond, what)                                                          \
+	({                                                                               \
+		bool ok_ = (cond);                                                       \
+		if (!ok_)                                                                \
+			ktest_fail_at(__FILE__, __LINE__, "%s: expected true: %s", what, #cond); \
+		ok_;                                                                     \
+	})
+#define ASSERT_EQ(a, b, what)                                                                      \
+	({                                                                                         \
+		long long a_ = (long long)(a), b_ = (long long)(b);                                \
+		if (a_ != b_)                                                                      \
+			ktest_fail_at(__FILE__, __LINE__, "%s: %s == %lld, expected %lld", what, #a, a_, b_); \
+		a_ == b_;                                                                          \
+	})
+#define ASSERT_STREQ(a, b, what)                                                                     \
+	({                                                                                           \
+		const char *a_ = (a), *b_ = (b);                                                     \
+		bool ok_ = a_ && b_ && strcmp(a_, b_) == 0;                                          \
+		if (!ok_)                                                                            \
+			ktest_fail_at(__FILE__, __LINE__, "%s: \"%s\", expected \"%s\"", what,        \
+				      a_ ? a_ : "(null)", b_ ? b_ : "(null)");                       \
+		ok_;                                                                                 \
+	})
+#define ASSERT_CONTAINS(hay, needle, what)                                                            \
+	({                                                                                            \
+		const char *h_ = (hay), *n_ = (needle);                                               \
+		bool ok_ = h_ && n_ && strstr(h_, n_);                                                \
+		if (!ok_)                                                                             \
+			ktest_fail_at(__FILE__, __LINE__, "%s: \"%s\" not found in \"%s\"", what,       \
+				      n_ ? n_ : "(null)", h_ ? h_ : "(null)");                        \
+		ok_;                                                                                  \
+	})
+
+/* ---- environment ---- */
+const char *ktest_custode(void); /* path of build/custode */
+const char *ktest_tprobe(void);  /* tprobe, installed where the read profile may exec it */
+bool ktest_in_guest(void);
+/* Skip unless BPF-LSM programs load here (natively on a locked-down host they don't). */
+void ktest_need_lsm(void);
+
+/* ---- processes ---- */
+struct ktest_proc {
+	int pid;
+	int in;  /* write end of the child's stdin, or -1 */
+	int out; /* read end of the child's stdout, or -1 */
+	int err; /* read end of the child's stderr, or -1 */
+};
+/* Start argv with piped stdin/stdout/stderr; uid >= 0 drops to that uid/gid first. */
+int ktest_spawn(char *const argv[], int uid, struct ktest_proc *p);
+/* Read one line from fd (without the newline), waiting up to timeout_ms. */
+bool ktest_read_line(int fd, char *buf, size_t len, int timeout_ms);
+/* Wait for exit up to timeout_ms; returns the exit code (128+sig if killed), -1 on timeout. */
+int ktest_wait(struct ktest_proc *p, int timeout_ms);
+void ktest_proc_close(struct ktest_proc *p);
+
+struct ktest_result {
+	int code;
+	char out[16384];
+	char err[16384];
+};
+/* Run argv to completion (stdin /dev/null) capturing output; timeout → code -1. */
+int ktest_run(char *const argv[], int uid, int timeout_ms, struct ktest_result *r);
+
+/* ---- fixtures ---- */
+/* A fresh directory under /tmp for this test: <dir>/ws (workspace, with file "f"), <dir>/outside. */
+struct ktest_dirs {
+	char root[256];
+	char ws[300];
+	char ws_file[320];
+	char outside[300];
+};
+bool ktest_make_dirs(struct ktest_dirs *d);
+bool ktest_write_file(const char *path, const char *content, int mode);
+
+/* Consume the engine's events (`custode events --json`) into a JSON array. */
+json_t *ktest_events(void);
+/* First event with this hook, reason and file path (path may be NULL); borrowed from arr. */
+json_t *ktest_find_event(json_t *arr, const char *hook, const char *reason, const char *path);
+
+/* The cgroup v2 path of a process (/proc/PID/cgroup "0::" line joined to the mount). */
+bool ktest_proc_cgroup(int pid, char *out, size_t len);
+bool ktest_pid_alive(int pid); /* exists and is not a zombie */
+
+#endif

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+/* SIGKILL the launcher: the run stays confined (pinned engine); `custode gc` reaps it. */
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "ktest.h"
+
+KTEST(orphan_stays_confined_and_gc_reaps)
+{
+	static struct ktest_result r;
+	struct ktest_proc p;
+	struct ktest_dirs d;
+	char line[128], cg[512] = "";
+	int pid = 0, st;
+	char *argv[] = {(char *)ktest_custode(), "run", "--workspace", NULL, "--", (char *)ktest_tprobe(), "wait-open",
+			NULL, "r", NULL};
+	char *gc[] = {(char *)ktest_custode(), "gc", NULL};
+
+	ktest_need_lsm();
+	if (!ASSERT_TRUE(ktest_make_dirs(&d), "fixture"))
+		return;
+	argv[3] = d.ws;
+	argv[7] = d.outside;
+	if (!ASSERT_EQ(ktest_spawn(argv, -1, &p), 0, "spawn"))
+		return;
+	if (!ASSERT_TRUE(ktest_read_line(p.out, line, sizeof(line), 60000), "ready") ||
+	    !ASSERT_EQ(sscanf(line, "ready %d", &pid), 1, "pid"))
+		goto out;
+	ASSERT_TRUE(ktest_proc_cgroup(pid, cg, sizeof(cg)), "run cgroup");
+
+	/* gc leaves a live launcher's run alone */
+	ktest_run(gc, -1, 30000, &r);
+	ASSERT_EQ(r.code, 0, "gc with a live launcher");
+	ASSERT_TRUE(ktest_pid_alive(pid), "live run not reaped");
+
+	kill(p.pid, SIGKILL);
+	waitpid(p.pid, &st, 0);
+	ASSERT_TRUE(ktest_pid_alive(pid), "run process outlives its launcher");
+	ASSERT_TRUE(write(p.in, "go\n", 3) == 3, "go");
+	if (ASSERT_TRUE(ktest_read_line(p.out, line, sizeof(line), 20000), "result"))
+		ASSERT_STREQ(line, "EACCES", "orphaned run still denied");
+
+	ktest_run(gc, -1, 30000, &r);
+	ASSERT_EQ(r.code, 0, "gc exit");
+	ASSERT_CONTAINS(r.err, "reaped orphaned run", "gc reports the reap");
+	for (int i = 0; i < 100 && ktest_pid_alive(pid); i++)
+		usleep(20000);
+	ASSERT_TRUE(!ktest_pid_alive(pid), "orphan's process killed");
+	ASSERT_TRUE(cg[0] && access(cg, F_OK) != 0, "orphan's cgroup removed");
+	{
+		char *st_argv[] = {(char *)ktest_custode(), "engine", "status", "--json", NULL};
+		json_t *o;
+		ktest_run(st_argv, -1, 30000, &r);
+		o = json_loads(r.out, 0, NULL);
+		ASSERT_EQ(json_integer_value(json_object_get(o, "runs")), 0, "no registered run left");
+		json_decref(o);
+	}
+out:
+	ktest_proc_close(&p);
+}
