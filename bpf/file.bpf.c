@@ -12,6 +12,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define FMODE_READ 0x1
 #define FMODE_WRITE 0x2
 #define FMODE_EXEC 0x20
+#define __FMODE_EXEC 0x20 /* in f_flags: set by execve's open (f_mode has it only on newer kernels) */
 #define O_TRUNC 01000
 
 /* Per-CPU scratch: the rule key (with the whole resolved path) and the record. */
@@ -35,7 +36,7 @@ static __always_inline __u32 file_access(struct file *file)
 	__u32 flags = BPF_CORE_READ(file, f_flags);
 	__u32 want = 0;
 
-	if (mode & FMODE_EXEC)
+	if ((mode & FMODE_EXEC) || (flags & __FMODE_EXEC))
 		want |= CUSTODE_ACCESS_EXEC;
 	if (mode & FMODE_READ)
 		want |= CUSTODE_ACCESS_READ;

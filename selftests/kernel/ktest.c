@@ -25,15 +25,17 @@
 static struct {
 	const char *name;
 	ktest_fn fn;
+	bool native_only;
 } tests[KTEST_MAX];
 static int ntests;
 static int failures; /* in the child running one test */
 static char custode_path[PATH_MAX], tprobe_path[PATH_MAX];
 
-void ktest_register(const char *name, ktest_fn fn)
+void ktest_register(const char *name, ktest_fn fn, bool native_only)
 {
 	if (ntests < KTEST_MAX) {
 		tests[ntests].name = name;
+		tests[ntests].native_only = native_only;
 		tests[ntests++].fn = fn;
 	}
 }
@@ -172,6 +174,13 @@ int ktest_wait(struct ktest_proc *p, int timeout_ms)
 		usleep(10000);
 	}
 	return -1;
+}
+
+void ktest_close_stdin(struct ktest_proc *p)
+{
+	if (p->in >= 0)
+		close(p->in);
+	p->in = -1;
 }
 
 void ktest_proc_close(struct ktest_proc *p)
@@ -408,7 +417,7 @@ int main(int argc, char **argv)
 
 		for (int k = 0; k < npat && !match; k++)
 			match = fnmatch(patterns[k], tests[i].name, 0) == 0;
-		if (!match)
+		if (!match || (tests[i].native_only && ktest_in_guest()))
 			continue;
 		if (list) {
 			printf("%s\n", tests[i].name);

@@ -15,15 +15,18 @@
 #include <jansson.h>
 
 typedef void (*ktest_fn)(void);
-void ktest_register(const char *name, ktest_fn fn);
+/* native_only: the test is about hosts unlike the guest (e.g. locked down); the guest does not list it. */
+void ktest_register(const char *name, ktest_fn fn, bool native_only);
 
-#define KTEST(name)                                                             \
+#define KTEST_(name, native)                                                    \
 	static void test_##name(void);                                          \
 	__attribute__((constructor)) static void register_##name(void)         \
 	{                                                                       \
-		ktest_register(#name, test_##name);                             \
+		ktest_register(#name, test_##name, native);                     \
 	}                                                                       \
 	static void test_##name(void)
+#define KTEST(name) KTEST_(name, false)
+#define KTEST_NATIVE(name) KTEST_(name, true)
 
 void ktest_fail_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 __attribute__((noreturn)) void ktest_skip(const char *why);
@@ -83,6 +86,8 @@ bool ktest_read_line(int fd, char *buf, size_t len, int timeout_ms);
 /* Wait for exit up to timeout_ms; returns the exit code (128+sig if killed), -1 on timeout. */
 int ktest_wait(struct ktest_proc *p, int timeout_ms);
 void ktest_proc_close(struct ktest_proc *p);
+/* Close the child's stdin only (tprobe wait-open exits on EOF). */
+void ktest_close_stdin(struct ktest_proc *p);
 
 struct ktest_result {
 	int code;

@@ -40,7 +40,8 @@ KTEST(child_cgroup_stays_confined)
 	if (ASSERT_TRUE(ktest_read_line(p.out, line, sizeof(line), 20000), "result"))
 		ASSERT_STREQ(line, "EACCES", "still denied in the child cgroup");
 out:
-	ktest_proc_close(&p);
+	ktest_close_stdin(&p);
 	ASSERT_EQ(ktest_wait(&p, 30000), 1, "run exit");
+	ktest_proc_close(&p);
 	ASSERT_TRUE(access(child, F_OK) != 0, "run cgroup (with its child) removed at the end");
 }

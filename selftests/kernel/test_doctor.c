@@ -44,7 +44,7 @@ KTEST(doctor_reports_classes_with_evidence)
 }
 
 /* On a host where LSM programs can't load, a profile that needs them is refused, never run unconfined. */
-KTEST(run_refused_without_lsm)
+KTEST_NATIVE(run_refused_without_lsm)
 {
 	static struct ktest_result r;
 	struct custode_probe_result p;

@@ -219,6 +219,7 @@ KTEST(file_outside_runs_never_denied)
 		ASSERT_TRUE(ktest_read_line(p.out, line, sizeof(line), 20000), "result");
 		ASSERT_STREQ(line, "EACCES", "the run is denied meanwhile");
 	}
-	ktest_proc_close(&p);
+	ktest_close_stdin(&p);
 	ASSERT_EQ(ktest_wait(&p, 30000), 1, "run exit");
+	ktest_proc_close(&p);
 }

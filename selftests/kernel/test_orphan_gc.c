@@ -54,7 +54,8 @@ KTEST(orphan_stays_confined_and_gc_reaps)
 		json_t *o;
 		ktest_run(st_argv, -1, 30000, &r);
 		o = json_loads(r.out, 0, NULL);
-		ASSERT_EQ(json_integer_value(json_object_get(o, "runs")), 0, "no registered run left");
+		if (ASSERT_TRUE(o != NULL, "engine status JSON"))
+			ASSERT_EQ(json_integer_value(json_object_get(o, "runs")), 0, "no registered run left");
 		json_decref(o);
 	}
 out:

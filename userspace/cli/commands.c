@@ -51,7 +51,7 @@ int custode_cmd_engine(int argc, char **argv)
 	int c, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+jfh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jfh", opts, NULL)) != -1) {
 		if (c == 'j')
 			json = true;
 		else if (c == 'f')
