@@ -402,6 +402,11 @@ int custode_engine_unload(struct custode_engine *e, bool force, struct custode_r
 
 int custode_engine_alloc_ruleset(struct custode_engine *e, __u32 *out)
 {
+	/* Another launcher may have allocated since we opened the engine: re-read under the lock. */
+	int err = read_meta(e->meta_fd, &e->meta);
+
+	if (err)
+		return err;
 	for (int tries = 0; tries < 1 << 20; tries++) {
 		__u32 id = e->meta.next_ruleset++;
 		__u64 key, next;
