@@ -24,7 +24,8 @@ static void engine_usage(FILE *f)
 		   "(every class this host supports); `unload` unpins it and is refused while\n"
 		   "runs are registered, unless --force (which leaves those runs unconfined).\n"
 		   "\n"
-		   "Exit: 0 done; 1 refused or failed (status: no engine loaded); 2 usage.\n");
+		   "Exit: 0 done; 1 refused or failed (status: no engine loaded); 2 usage;\n"
+		   "125 not root.\n");
 }
 
 static json_t *class_list(unsigned classes)
@@ -126,7 +127,7 @@ int custode_cmd_engine(int argc, char **argv)
 	return 0;
 fail:
 	fprintf(stderr, "custode: engine: %s: %s\n", custode_reason_name(why.reason), why.detail);
-	return 1;
+	return why.reason == CUSTODE_REASON_PRIVILEGE_REQUIRED ? 125 : 1;
 }
 
 int custode_cmd_profiles(int argc, char **argv)
