@@ -41,7 +41,19 @@
 	X(POLICY_PATH_TOO_LONG, 133, "policy.path_too_long", "a policy path is longer than the rule limit") \
 	X(RUN_WORKSPACE, 140, "run.workspace", "the workspace is not an accessible directory") \
 	X(RUN_SETUP_FAILED, 141, "run.setup_failed", "the run could not be set up") \
-	X(RUN_USAGE, 142, "run.usage", "invalid command line")
+	X(RUN_USAGE, 142, "run.usage", "invalid command line") \
+	X(BUNDLE_MALFORMED, 150, "bundle.malformed", "the bundle is not a well-formed DSSE envelope") \
+	X(BUNDLE_TOO_LARGE, 151, "bundle.too_large", "the bundle exceeds the size or depth limit") \
+	X(BUNDLE_SIGNATURE, 152, "bundle.signature", "no valid signature by enough trusted keys") \
+	X(BUNDLE_TYPE, 153, "bundle.type", "the payload type is not a custode policy") \
+	X(BUNDLE_SCHEMA, 154, "bundle.schema", "the payload does not satisfy the policy schema") \
+	X(BUNDLE_DIGEST, 155, "bundle.digest", "contentDigest does not match the content") \
+	X(BUNDLE_NOT_YET_VALID, 156, "bundle.not_yet_valid", "the bundle's notBefore is in the future") \
+	X(BUNDLE_EXPIRED, 157, "bundle.expired", "the bundle's notAfter has passed") \
+	X(BUNDLE_ROLLBACK, 158, "bundle.rollback", "the bundle's version is below the accepted floor, or equal with another digest") \
+	X(BUNDLE_STATE, 159, "bundle.state", "the version-floor state is unreadable or corrupt") \
+	X(BUNDLE_KEY, 160, "bundle.key", "a key file is unreadable or of an unsupported type") \
+	X(BUNDLE_SIGNER, 161, "bundle.signer", "the external signer command failed")
 
 enum custode_reason {
 #define CUSTODE_X_ENUM(sym, num, name, desc) CUSTODE_REASON_##sym = num,
