@@ -30,6 +30,9 @@
 
 #define CUSTODE_MAX_RUNS 4096
 #define CUSTODE_MAX_PATH_RULES 262144
+#define CUSTODE_MAX_NET_RULES (1u << 20)
+#define CUSTODE_MAX_NET_PRIVATE 65536
+#define CUSTODE_MAX_PINS (1u << 18)
 #define CUSTODE_EVENTS_BYTES (4u << 20)
 
 /* Access classes (DESIGN.md policy model). */
@@ -47,6 +50,8 @@ enum custode_run_flags {
 	CUSTODE_RUN_AUDIT = 1u << 0,     /* compute and report, deny nothing */
 	CUSTODE_RUN_CANCELLED = 1u << 1, /* cancellation started: deny everything */
 	CUSTODE_RUN_FILE = 1u << 2,      /* file policy applies */
+	CUSTODE_RUN_NET = 1u << 3,       /* egress policy applies */
+	CUSTODE_RUN_NO_LISTEN = 1u << 4, /* bind to a non-zero port denied */
 };
 
 /*
@@ -84,6 +89,55 @@ struct custode_path_rule {
 	__u32 flags; /* reserved, 0 */
 };
 
+/*
+ * Key of map custode_net_rules (an LPM trie): an egress grant of
+ * (proto, port) to an address prefix. Matching is exact on ruleset, proto and
+ * port and longest-prefix on the address, so the rules are a union: any rule
+ * that covers (address, port, proto) grants it.
+ */
+struct custode_net_key {
+	__u32 prefixlen; /* 64 + address prefix bits */
+	__u32 ruleset;
+	__u8 proto;      /* IPPROTO_TCP or IPPROTO_UDP */
+	__u8 _pad0;
+	__u16 port;      /* host byte order */
+	__u8 addr[16];   /* IPv6, or IPv4 as ::ffff:a.b.c.d */
+};
+#define CUSTODE_NET_KEY_PREFIX_BITS 64
+
+enum custode_net_rule_flags {
+	/* a literal the operator typed (--allow): granted even if private */
+	CUSTODE_NET_RULE_LITERAL = 1u << 0,
+};
+
+struct custode_net_rule {
+	__u32 flags;
+};
+
+/* Key of map custode_net_private (LPM trie): network.private grants, per ruleset. */
+struct custode_private_key {
+	__u32 prefixlen; /* 32 + address prefix bits */
+	__u32 ruleset;
+	__u8 addr[16];
+};
+
+/*
+ * Key of map custode_pins (hash): an address the resolver pinned for one
+ * run, on one port and protocol. Value: struct custode_pin.
+ */
+struct custode_pin_key {
+	__u64 run_cgid;
+	__u8 proto;
+	__u8 _pad0;
+	__u16 port;
+	__u32 _pad1;
+	__u8 addr[16];
+};
+
+struct custode_pin {
+	__u64 expires_ns; /* CLOCK_BOOTTIME; the pin is void from then on */
+};
+
 /* Engine-wide counters (per-CPU array, one entry). */
 struct custode_stats {
 	__u64 events;        /* records written */
@@ -116,6 +170,9 @@ _Static_assert(sizeof(struct custode_counters) == 8 * CUSTODE_REASON_KERNEL_MAX,
 _Static_assert(sizeof(struct custode_path_key) == 8 + CUSTODE_RULE_PATH_MAX, "custode_path_key ABI");
 _Static_assert(sizeof(struct custode_path_rule) == 8, "custode_path_rule ABI");
 _Static_assert(sizeof(struct custode_stats) == 16, "custode_stats ABI");
+_Static_assert(sizeof(struct custode_net_key) == 28, "custode_net_key ABI");
+_Static_assert(sizeof(struct custode_private_key) == 24, "custode_private_key ABI");
+_Static_assert(sizeof(struct custode_pin_key) == 32, "custode_pin_key ABI");
 _Static_assert(sizeof(struct custode_meta) == 40, "custode_meta ABI");
 
 #endif

@@ -13,9 +13,16 @@
 #define CUSTODE_EVENT_VERSION 1
 
 /* The LSM or cgroup hook that made the decision. Stable numbers. */
-#define CUSTODE_HOOKS(X)            \
-	X(NONE, 0, "none")          \
-	X(FILE_OPEN, 1, "file_open")
+#define CUSTODE_HOOKS(X)              \
+	X(NONE, 0, "none")            \
+	X(FILE_OPEN, 1, "file_open")  \
+	X(CONNECT4, 2, "connect4")    \
+	X(CONNECT6, 3, "connect6")    \
+	X(SENDMSG4, 4, "sendmsg4")    \
+	X(SENDMSG6, 5, "sendmsg6")    \
+	X(SOCK_CREATE, 6, "sock_create") \
+	X(BIND4, 7, "bind4")          \
+	X(BIND6, 8, "bind6")
 
 enum custode_hook {
 #define CUSTODE_X_HOOK(sym, num, name) CUSTODE_HOOK_##sym = num,
@@ -31,6 +38,7 @@ enum custode_event_flags {
 enum custode_object_kind {
 	CUSTODE_OBJECT_NONE = 0,
 	CUSTODE_OBJECT_FILE = 1,
+	CUSTODE_OBJECT_NET = 2,
 };
 
 struct custode_event_file {
@@ -38,6 +46,16 @@ struct custode_event_file {
 	__u64 ino;
 	__u32 mode;     /* i_mode */
 	__u32 path_len; /* bytes in path[] including the terminating NUL; 0 if none */
+};
+
+struct custode_event_net {
+	__u8 addr[16];   /* destination, IPv4 as ::ffff:a.b.c.d; zero for sock_create */
+	__u16 port;      /* host byte order */
+	__u16 family;    /* AF_INET, AF_INET6, ... */
+	__u16 proto;     /* IPPROTO_TCP, IPPROTO_UDP, ... */
+	__u16 sock_type; /* SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, ... */
+	__u32 addr_class; /* enum custode_addr_class */
+	__u32 _pad;
 };
 
 struct custode_event {
@@ -61,12 +79,14 @@ struct custode_event {
 	char comm[16];
 	union {
 		struct custode_event_file file;
+		struct custode_event_net net;
 		__u8 raw[32];
 	} obj;
 	char path[];       /* obj.file.path_len bytes, NUL-terminated */
 };
 
 _Static_assert(sizeof(struct custode_event_file) == 24, "custode_event_file ABI");
+_Static_assert(sizeof(struct custode_event_net) == 32, "custode_event_net ABI");
 _Static_assert(sizeof(struct custode_event) == 120, "custode_event ABI");
 
 #endif

@@ -21,7 +21,19 @@
 	X(PATH_TOO_LONG, 6, "path.too_long", "path longer than the engine resolves")   \
 	X(PATH_UNRESOLVED, 7, "path.unresolved", "path could not be resolved to an absolute name") \
 	X(RUN_UNREGISTERED, 8, "run.unregistered", "task in custode's subtree outside any registered run") \
-	X(RUN_CANCELLED, 9, "run.cancelled", "run was cancelled; every hook denies")
+	X(RUN_CANCELLED, 9, "run.cancelled", "run was cancelled; every hook denies") \
+	X(NET_EGRESS_DENIED, 10, "net.egress.denied", "no egress rule or pin grants this destination") \
+	X(NET_PRIVATE_ADDRESS, 11, "net.private_address", "private address (RFC 1918, CGNAT, ULA) not granted as a literal") \
+	X(NET_LOOPBACK, 12, "net.loopback", "loopback address not granted as a literal") \
+	X(NET_LINK_LOCAL, 13, "net.link_local", "link-local address not granted as a literal") \
+	X(NET_METADATA, 14, "net.metadata", "cloud metadata address not granted as a literal") \
+	X(NET_UNSPECIFIED, 15, "net.unspecified", "unspecified address (0.0.0.0/8, ::) not granted as a literal") \
+	X(NET_MULTICAST, 16, "net.multicast", "multicast address not granted as a literal") \
+	X(NET_BROADCAST, 17, "net.broadcast", "broadcast address not granted as a literal") \
+	X(NET_RESERVED, 18, "net.reserved", "reserved or benchmarking address not granted as a literal") \
+	X(NET_DNS_DENIED, 19, "net.dns.denied", "DNS (port 53) to anything but custode's resolver") \
+	X(NET_SOCKET_DENIED, 20, "net.socket.denied", "socket family, type or protocol not allowed in a run") \
+	X(NET_BIND_DENIED, 21, "net.bind.denied", "the policy does not let the run listen")
 
 #define CUSTODE_USER_REASONS(X)                                                       \
 	X(PRIVILEGE_REQUIRED, 100, "privilege.required", "custode needs root (CAP_BPF, CAP_SYS_ADMIN)") \
@@ -39,6 +51,7 @@
 	X(POLICY_UNKNOWN_PROFILE, 131, "policy.unknown_profile", "no built-in profile of that name") \
 	X(POLICY_UNSUPPORTED, 132, "policy.unsupported", "the policy asks for enforcement this custode cannot provide") \
 	X(POLICY_PATH_TOO_LONG, 133, "policy.path_too_long", "a policy path is longer than the rule limit") \
+	X(POLICY_TOO_LARGE, 134, "policy.too_large", "the compiled policy exceeds the per-run rule limit") \
 	X(RUN_WORKSPACE, 140, "run.workspace", "the workspace is not an accessible directory") \
 	X(RUN_SETUP_FAILED, 141, "run.setup_failed", "the run could not be set up") \
 	X(RUN_USAGE, 142, "run.usage", "invalid command line") \

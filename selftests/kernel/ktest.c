@@ -12,6 +12,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sched.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -308,6 +312,115 @@ json_t *ktest_find_event(json_t *arr, const char *hook, const char *reason, cons
 			return e;
 	}
 	return NULL;
+}
+
+void ktest_need_cgroup_bpf(void)
+{
+	struct custode_probe_result r = {0};
+
+	custode_probe_cgroup(&r);
+	if (!r.cgroup_loads) {
+		char why[512];
+		snprintf(why, sizeof(why), "cgroup socket programs do not load here: %s", r.cgroup_cause);
+		ktest_skip(why);
+	}
+}
+
+static bool sh(const char *cmd)
+{
+	int st = system(cmd);
+
+	if (st != 0)
+		ktest_log("command failed (%d): %s", st, cmd);
+	return st == 0;
+}
+
+static bool listen_on(int family, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
+
+	if (fd < 0)
+		return false;
+	memset(&ss, 0, sizeof(ss));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	if (family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((unsigned short)port);
+		len = sizeof(*s4);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((unsigned short)port);
+		len = sizeof(*s6);
+	}
+	/* leaked on purpose: the listeners live as long as this test process */
+	return bind(fd, (struct sockaddr *)&ss, len) == 0 && listen(fd, 128) == 0;
+}
+
+bool ktest_netns(void)
+{
+	if (unshare(CLONE_NEWNET) < 0) {
+		ktest_log("unshare(CLONE_NEWNET): %s", strerror(errno));
+		return false;
+	}
+	if (!sh("ip link set lo up") || !sh("ip addr add 203.0.113.10/32 dev lo") ||
+	    !sh("ip addr add 2001:db8::10/128 dev lo"))
+		return false;
+	/* IPv6 DAD would keep the address tentative for a while on some kernels */
+	sh("sysctl -qw net.ipv6.conf.lo.accept_dad=0 >/dev/null 2>&1 || true");
+	/* let everyone open ping sockets here, so that a refusal inside a run is custode's */
+	sh("echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range");
+	for (int i = 0; i < 50; i++) {
+		int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+		bool ok;
+
+		inet_pton(AF_INET6, "2001:db8::10", &s6.sin6_addr);
+		ok = fd >= 0 && bind(fd, (struct sockaddr *)&s6, sizeof(s6)) == 0;
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			break;
+		usleep(100000);
+	}
+	return listen_on(AF_INET, 8080) && listen_on(AF_INET, 8081) && listen_on(AF_INET6, 8080) &&
+	       listen_on(AF_INET6, 8081);
+}
+
+json_t *ktest_find_net_event(json_t *arr, const char *reason, const char *addr, int port)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(arr, i, e) {
+		const char *r = json_string_value(json_object_get(e, "reason"));
+		json_t *net = json_object_get(e, "net");
+		const char *a = json_string_value(json_object_get(net, "addr"));
+
+		if (!net || !r || strcmp(r, reason))
+			continue;
+		if (addr && (!a || strcmp(a, addr)))
+			continue;
+		if (port && json_integer_value(json_object_get(net, "port")) != port)
+			continue;
+		return e;
+	}
+	return NULL;
+}
+
+const char *ktest_policy_file(const char *dir, const char *name, const char *json)
+{
+	static char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s.json", dir, name);
+	if (!ktest_write_file(path, json, 0644))
+		return NULL;
+	chmod(path, 0644);
+	return path;
 }
 
 bool ktest_proc_cgroup(int pid, char *out, size_t len)

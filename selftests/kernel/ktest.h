@@ -113,6 +113,19 @@ json_t *ktest_events(void);
 /* First event with this hook, reason and file path (path may be NULL); borrowed from arr. */
 json_t *ktest_find_event(json_t *arr, const char *hook, const char *reason, const char *path);
 
+/*
+ * Put this test process in a new network namespace with lo up, the test
+ * addresses 203.0.113.10 and 2001:db8::10 on lo, and TCP listeners on
+ * 0.0.0.0 and [::] (v6-only) at ports 8080 and 8081. No route leaves it.
+ */
+bool ktest_netns(void);
+/* Skip unless cgroup socket programs load here. */
+void ktest_need_cgroup_bpf(void);
+/* First event with this hook prefix (NULL: any), reason, net.addr and net.port (0: any). */
+json_t *ktest_find_net_event(json_t *arr, const char *reason, const char *addr, int port);
+/* Write a policy document to a root-owned 0644 file under dir; returns the path (static buffer). */
+const char *ktest_policy_file(const char *dir, const char *name, const char *json);
+
 /* The cgroup v2 path of a process (/proc/PID/cgroup "0::" line joined to the mount). */
 bool ktest_proc_cgroup(int pid, char *out, size_t len);
 bool ktest_pid_alive(int pid); /* exists and is not a zombie */

@@ -250,7 +250,7 @@ Test(policy, network_egress_and_private)
 
 	cr_assert_eq(e[0].kind, CUSTODE_EGRESS_HOST);
 	cr_assert_str_eq(e[0].host, "pypi.org"); /* names compare case-insensitively: stored lowercase */
-	cr_assert_eq(e[0].proto, CUSTODE_PROTO_ANY);
+	cr_assert_eq(e[0].proto, CUSTODE_PROTO_TCP); /* no proto: TCP only, UDP when asked for */
 	cr_assert_eq(e[0].n_ports, 1);
 	cr_assert_eq(e[0].ports[0], 443);
 
@@ -280,6 +280,7 @@ Test(policy, network_egress_and_private)
 	cr_assert_eq(e[4].prefixlen, 128);
 	cr_assert_eq(e[4].addr[12], 192);
 	cr_assert_eq(e[4].addr[15], 7);
+	cr_assert_eq(e[4].proto, CUSTODE_PROTO_TCP);
 	cr_assert_eq(e[4].ports[0], 1);
 	cr_assert_eq(e[4].ports[1], 65535);
 
@@ -292,6 +293,22 @@ Test(policy, network_egress_and_private)
 	cr_assert_eq(p->private_addrs[1].prefixlen, 8);
 	cr_assert_eq(p->private_addrs[1].addr[0], 0xfd);
 	custode_policy_free(p);
+}
+
+Test(policy, network_listen)
+{
+	struct custode_policy *p = parse_ok(DOC("{\"network\":{}}"));
+
+	cr_assert(p->listen); /* default */
+	custode_policy_free(p);
+	p = parse_ok(DOC("{\"network\":{\"listen\":false}}"));
+	cr_assert_not(p->listen);
+	custode_policy_free(p);
+	p = parse_ok(DOC("{\"network\":{\"listen\":true,\"egress\":[]}}"));
+	cr_assert(p->listen);
+	custode_policy_free(p);
+	refused(DOC("{\"network\":{\"listen\":\"no\"}}"), "content.network.listen");
+	refused(DOC("{\"network\":{\"listen\":0}}"), "content.network.listen");
 }
 
 Test(policy, host_names_accepted)
@@ -965,13 +982,16 @@ Test(access, single_class_round_trip)
  * multi-class mask and parsing it back gives -1. Either the implementation
  * or the header comment (and this test) must change.
  */
-Test(access, multi_class_round_trip_as_documented)
+/* parse_name takes exactly one class (policy.h); lists are refused, never half-read. */
+Test(access, parse_name_takes_one_class_only)
 {
 	char buf[64];
 
 	for (uint32_t mask = 1; mask <= CUSTODE_ACCESS_ALL; mask++) {
+		int want = (mask & (mask - 1)) == 0 ? (int)mask : -1;
+
 		custode_access_format(mask, buf, sizeof(buf));
-		cr_expect_eq(custode_access_parse_name(buf), (int)mask, "\"%s\" parsed as %d, want %u", buf,
-			     custode_access_parse_name(buf), mask);
+		cr_assert_eq(custode_access_parse_name(buf), want, "\"%s\" parsed as %d, want %d", buf,
+			     custode_access_parse_name(buf), want);
 	}
 }

@@ -89,8 +89,11 @@ int custode_cgroup_root(const char *mount, char *out, size_t outlen)
 	int n;
 
 	if (env && *env) {
-		if (strncmp(env, mount, mlen) != 0 || env[mlen] != '/' || strstr(env, "/.."))
+		if (strncmp(env, mount, mlen) != 0 || env[mlen] != '/')
 			return -EINVAL;
+		for (const char *c = env + mlen; (c = strstr(c, "/..")); c += 3)
+			if (c[3] == 0 || c[3] == '/')
+				return -EINVAL; /* a ".." component, not a name like "..foo" */
 		n = snprintf(out, outlen, "%s", env);
 	} else {
 		n = snprintf(out, outlen, "%s/custode", mount);

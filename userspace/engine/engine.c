@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +24,12 @@
 #include "util/fsutil.h"
 
 #include "file.skel.h"
+#include "net.skel.h"
 
 static void engine_reset_fds(struct custode_engine *e)
 {
 	e->runs_fd = e->counters_fd = e->rules_fd = e->events_fd = e->stats_fd = e->meta_fd = -1;
+	e->net_rules_fd = e->net_private_fd = e->pins_fd = -1;
 }
 
 static int ensure_bpffs(struct custode_refusal *why)
@@ -108,9 +111,19 @@ static __u64 build_digest(void)
 	size_t sz = 0;
 	__u64 d = 0;
 
-	bytes = file_bpf__elf_bytes(&sz);
-	if (EVP_Digest(bytes, sz, md, &mdlen, EVP_sha256(), NULL) == 1)
-		memcpy(&d, md, sizeof(d));
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+	if (!ctx)
+		return 0;
+	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1) {
+		bytes = file_bpf__elf_bytes(&sz);
+		EVP_DigestUpdate(ctx, bytes, sz);
+		bytes = net_bpf__elf_bytes(&sz);
+		EVP_DigestUpdate(ctx, bytes, sz);
+		if (EVP_DigestFinal_ex(ctx, md, &mdlen) == 1)
+			memcpy(&d, md, sizeof(d));
+	}
+	EVP_MD_CTX_free(ctx);
 	return d;
 }
 
@@ -134,6 +147,19 @@ static int open_maps(struct custode_engine *e)
 	return 0;
 }
 
+/* The egress maps exist once the egress class has been loaded. */
+static int open_net_maps(struct custode_engine *e)
+{
+	if (e->net_rules_fd >= 0)
+		return 0;
+	e->net_rules_fd = open_pinned("custode_net_rules");
+	e->net_private_fd = open_pinned("custode_net_private");
+	e->pins_fd = open_pinned("custode_pins");
+	if (e->net_rules_fd < 0 || e->net_private_fd < 0 || e->pins_fd < 0)
+		return -ENOENT;
+	return 0;
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -149,6 +175,9 @@ void custode_engine_close(struct custode_engine *e)
 	close_fd(&e->events_fd);
 	close_fd(&e->stats_fd);
 	close_fd(&e->meta_fd);
+	close_fd(&e->net_rules_fd);
+	close_fd(&e->net_private_fd);
+	close_fd(&e->pins_fd);
 }
 
 static int read_meta(int fd, struct custode_meta *m)
@@ -237,6 +266,66 @@ static int load_file_class(struct custode_engine *e, struct custode_refusal *why
 out:
 	bpf_link__destroy(link); /* closes our fd; the pin keeps the program attached */
 	file_bpf__destroy(skel);
+	return err;
+}
+
+static int load_net_class(struct custode_engine *e, struct custode_refusal *why)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = CUSTODE_PIN_MAPS);
+	struct net_bpf *skel;
+	struct bpf_program *prog;
+	int err = 0, cgfd;
+
+	cgfd = open(e->cg_mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cgfd < 0)
+		return custode_refuse(why, errno, CUSTODE_REASON_CGROUP_FAILED, "open %s: %s", e->cg_mount,
+				      strerror(errno));
+	skel = net_bpf__open_opts(&opts);
+	if (!skel) {
+		err = custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open egress engine: %s",
+				     strerror(errno));
+		goto out;
+	}
+	skel->rodata->custode_root_cgid = e->meta.root_cgroup_id;
+	skel->rodata->custode_root_level = e->meta.root_level;
+	err = net_bpf__load(skel);
+	if (err) {
+		struct custode_probe_result pr = {0};
+
+		custode_probe_cgroup(&pr);
+		if (!pr.cgroup_loads)
+			err = custode_refuse(why, -err, CUSTODE_REASON_KERNEL_CGROUP_BPF_UNAVAILABLE, "%s",
+					     pr.cgroup_cause);
+		else
+			err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED,
+					     "load egress engine: %s; libbpf said: %s", strerror(-err), custode_libbpf_log());
+		goto out;
+	}
+	/*
+	 * Attach at the root of the cgroup v2 hierarchy: every socket passes
+	 * here, including sockets made outside a run and passed into it.
+	 */
+	bpf_object__for_each_program(prog, skel->obj) {
+		char pin[PATH_MAX];
+		struct bpf_link *link = bpf_program__attach_cgroup(prog, cgfd);
+
+		if (!link) {
+			err = custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "attach %s to %s: %s",
+					     bpf_program__section_name(prog), e->cg_mount, strerror(errno));
+			goto out;
+		}
+		snprintf(pin, sizeof(pin), "%s/%s", CUSTODE_PIN_LINKS, bpf_program__name(prog));
+		err = bpf_link__pin(link, pin);
+		bpf_link__destroy(link);
+		if (err) {
+			err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "pin %s: %s", pin,
+					     strerror(-err));
+			goto out;
+		}
+	}
+out:
+	net_bpf__destroy(skel);
+	close(cgfd);
 	return err;
 }
 
@@ -344,10 +433,17 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 				     "the pinned engine lacks classes 0x%x", missing);
 		goto out;
 	}
-	if (missing & (CUSTODE_CLASS_PROCESS | CUSTODE_CLASS_EGRESS)) {
+	if (missing & CUSTODE_CLASS_PROCESS) {
 		err = custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
-				     "process and egress enforcement are not implemented in this custode");
+				     "process enforcement is not implemented in this custode");
 		goto out;
+	}
+	if (missing & CUSTODE_CLASS_EGRESS) {
+		custode_libbpf_log_reset();
+		err = load_net_class(e, why);
+		if (err)
+			goto out;
+		e->meta.classes |= CUSTODE_CLASS_EGRESS;
 	}
 	if (missing & CUSTODE_CLASS_FILE) {
 		custode_libbpf_log_reset();
@@ -370,6 +466,11 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 	}
 	if (e->runs_fd < 0 && open_maps(e) < 0) {
 		err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING, "engine maps missing under %s",
+				     CUSTODE_PIN_MAPS);
+		goto out;
+	}
+	if ((e->meta.classes & CUSTODE_CLASS_EGRESS) && open_net_maps(e) < 0) {
+		err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING, "egress maps missing under %s",
 				     CUSTODE_PIN_MAPS);
 		goto out;
 	}
@@ -483,6 +584,90 @@ int custode_engine_delete_ruleset(struct custode_engine *e, __u32 ruleset)
 		}
 	} while (deleted && !err);
 	return err;
+}
+
+int custode_engine_add_net(struct custode_engine *e, const struct custode_net_ruleset *rs)
+{
+	__u32 one = 1;
+
+	if ((rs->n || rs->n_priv) && e->net_rules_fd < 0)
+		return -ENOENT;
+	for (size_t i = 0; i < rs->n; i++)
+		if (bpf_map_update_elem(e->net_rules_fd, &rs->keys[i], &rs->vals[i], BPF_ANY) < 0)
+			return -errno;
+	for (size_t i = 0; i < rs->n_priv; i++)
+		if (bpf_map_update_elem(e->net_private_fd, &rs->priv[i], &one, BPF_ANY) < 0)
+			return -errno;
+	return 0;
+}
+
+int custode_engine_delete_net(struct custode_engine *e, const struct custode_net_ruleset *rs)
+{
+	int err = 0;
+
+	if (e->net_rules_fd < 0)
+		return 0;
+	for (size_t i = 0; i < rs->n; i++)
+		if (bpf_map_delete_elem(e->net_rules_fd, &rs->keys[i]) < 0 && errno != ENOENT && !err)
+			err = -errno;
+	for (size_t i = 0; i < rs->n_priv; i++)
+		if (bpf_map_delete_elem(e->net_private_fd, &rs->priv[i]) < 0 && errno != ENOENT && !err)
+			err = -errno;
+	return err;
+}
+
+/* Delete the keys of a map that match(key); restart the walk after each deletion pass. */
+static int delete_matching(int fd, size_t key_size, bool (*match)(const void *key, const void *arg), const void *arg)
+{
+	unsigned char key[64], next[64];
+	int err = 0, deleted;
+
+	if (fd < 0 || key_size > sizeof(key))
+		return fd < 0 ? 0 : -EINVAL;
+	do {
+		void *prev = NULL;
+		deleted = 0;
+		while (bpf_map_get_next_key(fd, prev, next) == 0) {
+			memcpy(key, next, key_size);
+			prev = key;
+			if (!match(key, arg))
+				continue;
+			if (bpf_map_delete_elem(fd, key) == 0)
+				deleted++;
+			else if (errno != ENOENT && !err)
+				err = -errno;
+			prev = NULL;
+		}
+	} while (deleted && !err);
+	return err;
+}
+
+static bool net_key_of(const void *key, const void *arg)
+{
+	return ((const struct custode_net_key *)key)->ruleset == *(const __u32 *)arg;
+}
+
+static bool private_key_of(const void *key, const void *arg)
+{
+	return ((const struct custode_private_key *)key)->ruleset == *(const __u32 *)arg;
+}
+
+static bool pin_key_of(const void *key, const void *arg)
+{
+	return ((const struct custode_pin_key *)key)->run_cgid == *(const __u64 *)arg;
+}
+
+int custode_engine_delete_net_ruleset(struct custode_engine *e, __u32 ruleset)
+{
+	int err = delete_matching(e->net_rules_fd, sizeof(struct custode_net_key), net_key_of, &ruleset);
+	int r = delete_matching(e->net_private_fd, sizeof(struct custode_private_key), private_key_of, &ruleset);
+
+	return err ? err : r;
+}
+
+int custode_engine_delete_pins(struct custode_engine *e, __u64 run_cgid)
+{
+	return delete_matching(e->pins_fd, sizeof(struct custode_pin_key), pin_key_of, &run_cgid);
 }
 
 int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run)

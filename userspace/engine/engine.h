@@ -13,6 +13,7 @@
 
 #include "custode/abi.h"
 #include "policy/compile.h"
+#include "policy/net.h"
 #include "util/reasons.h"
 
 #define CUSTODE_STATE_DIR "/run/custode"
@@ -25,6 +26,9 @@ struct custode_engine {
 	int events_fd;
 	int stats_fd;
 	int meta_fd;
+	int net_rules_fd;   /* egress maps: -1 unless the egress class is loaded */
+	int net_private_fd;
+	int pins_fd;
 	struct custode_meta meta;
 	char cg_mount[PATH_MAX];
 	char cg_root[PATH_MAX];
@@ -59,6 +63,13 @@ int custode_engine_add_rules(struct custode_engine *e, __u32 ruleset, const stru
 int custode_engine_delete_rules(struct custode_engine *e, __u32 ruleset, const struct custode_fs_ruleset *rs);
 /* Delete every rule of a ruleset by scanning the trie (for gc, where the rules aren't known). */
 int custode_engine_delete_ruleset(struct custode_engine *e, __u32 ruleset);
+
+int custode_engine_add_net(struct custode_engine *e, const struct custode_net_ruleset *rs);
+int custode_engine_delete_net(struct custode_engine *e, const struct custode_net_ruleset *rs);
+/* Delete every egress key and private grant of a ruleset by scanning (gc). */
+int custode_engine_delete_net_ruleset(struct custode_engine *e, __u32 ruleset);
+/* Delete every pin of a run (its cgroup id). */
+int custode_engine_delete_pins(struct custode_engine *e, __u64 run_cgid);
 
 /* Register a run (fails with -EEXIST if the cgroup is registered). Counters start at zero. */
 int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run);

@@ -80,6 +80,8 @@ bool custode_lsm_list_has(const char *list, const char *lsm)
 {
 	size_t n = strlen(lsm);
 
+	if (n == 0)
+		return false;
 	for (const char *p = list; (p = strstr(p, lsm)); p += n)
 		if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',' || p[n] == '\n'))
 			return true;

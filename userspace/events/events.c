@@ -12,6 +12,8 @@
 
 #include "engine/engine.h"
 #include "events/events.h"
+#include "custode/addr.h"
+#include "policy/net.h"
 #include "policy/policy.h"
 #include "run/runstate.h"
 #include "util/reasons.h"
@@ -38,12 +40,95 @@ static void format_time(int64_t wall_ns, char *out, size_t len)
 		 tm.tm_hour, tm.tm_min, tm.tm_sec, (long)((wall_ns % 1000000000) / 1000));
 }
 
+/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	size_t len;
+	unsigned int cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if ((p[0] & 0xe0) == 0xc0)
+		len = 2, cp = p[0] & 0x1f;
+	else if ((p[0] & 0xf0) == 0xe0)
+		len = 3, cp = p[0] & 0x0f;
+	else if ((p[0] & 0xf8) == 0xf0)
+		len = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, beyond U+10FFFF */
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/*
+ * Bytes from the kernel (a path, a comm the task chose) as a JSON string:
+ * as they are when valid UTF-8, else with each invalid byte written as the
+ * four characters \xNN and *escaped set. Never drops the value.
+ */
+static json_t *bytes_string(const char *s, size_t n, bool *escaped)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	json_t *v = json_stringn(s, n);
+	char *buf;
+	size_t w = 0;
+
+	*escaped = false;
+	if (v)
+		return v;
+	buf = malloc(n * 4 + 1);
+	if (!buf)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		size_t l = p[i] ? utf8_seq(p + i, n - i) : 0;
+		if (l) {
+			memcpy(buf + w, p + i, l);
+			w += l;
+			i += l;
+		} else {
+			w += (size_t)sprintf(buf + w, "\\x%02x", p[i]);
+			i++;
+		}
+	}
+	*escaped = true;
+	v = json_stringn(buf, w);
+	free(buf);
+	return v;
+}
+
+static json_t *hex_string(const char *s, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	char *buf = malloc(n * 2 + 1);
+	json_t *v;
+
+	if (!buf)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		buf[2 * i] = digits[(unsigned char)s[i] >> 4];
+		buf[2 * i + 1] = digits[(unsigned char)s[i] & 15];
+	}
+	v = json_stringn(buf, n * 2);
+	free(buf);
+	return v;
+}
+
 json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wall_ns)
 {
 	const struct custode_event *ev = data;
-	char hex[17], when[64], access[64], comm[17];
+	char hex[17], when[64], access[64];
 	const char *reason, *hook;
-	json_t *o, *acc;
+	json_t *o, *acc, *jcomm;
+	bool escaped;
 
 	if (size < sizeof(*ev) || ev->version != CUSTODE_EVENT_VERSION || ev->size > size || ev->size < sizeof(*ev))
 		return NULL;
@@ -51,16 +136,17 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 	hook = custode_hook_name(ev->hook);
 	custode_run_id_format(ev->run_id, hex);
 	format_time((int64_t)ev->boot_ns + boot_to_wall_ns, when, sizeof(when));
-	memcpy(comm, ev->comm, 16);
-	comm[16] = 0;
-	o = json_pack("{s:i, s:I, s:s, s:I, s:s, s:I, s:s, s:s, s:b, s:i, s:i, s:i, s:i, s:s, s:i}", "version",
+	jcomm = bytes_string(ev->comm, strnlen(ev->comm, sizeof(ev->comm)), &escaped);
+	o = json_pack("{s:i, s:I, s:s, s:I, s:s, s:I, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:I}", "version",
 		      ev->version, "seq", (json_int_t)ev->seq, "time", when, "boot_ns", (json_int_t)ev->boot_ns, "run_id",
 		      hex, "cgroup_id", (json_int_t)ev->cgroup_id, "hook", hook ? hook : "unknown", "reason",
 		      reason ? reason : "unknown", "enforced", (ev->flags & CUSTODE_EVENT_ENFORCED) != 0, "pid",
-		      (int)ev->pid, "tgid", (int)ev->tgid, "uid", (int)ev->uid, "gid", (int)ev->gid, "comm", comm,
-		      "ruleset", (int)ev->ruleset);
+		      (json_int_t)ev->pid, "tgid", (json_int_t)ev->tgid, "uid", (json_int_t)ev->uid, "gid",
+		      (json_int_t)ev->gid, "comm", jcomm ? jcomm : json_string(""), "ruleset", (json_int_t)ev->ruleset);
 	if (!o)
 		return NULL;
+	if (escaped)
+		json_object_set_new(o, "comm_escaped", json_true());
 	if (ev->access) {
 		custode_access_format(ev->access, access, sizeof(access));
 		acc = json_array();
@@ -76,10 +162,42 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 		if (f->path_len) {
 			size_t max = ev->size - sizeof(*ev);
 			size_t n = strnlen(ev->path, f->path_len < max ? f->path_len : max);
-			json_object_set_new(fo, "path", json_stringn(ev->path, n));
+			json_t *jp = bytes_string(ev->path, n, &escaped);
+
+			if (jp)
+				json_object_set_new(fo, "path", jp);
+			if (escaped) {
+				json_object_set_new(fo, "path_escaped", json_true());
+				json_object_set_new(fo, "path_hex", hex_string(ev->path, n));
+			}
 		}
 		json_object_set_new(fo, "path_complete", json_boolean(!(ev->flags & CUSTODE_EVENT_PATH_PARTIAL)));
 		json_object_set_new(o, "file", fo);
+	}
+	if (ev->object == CUSTODE_OBJECT_NET) {
+		const struct custode_event_net *n = &ev->obj.net;
+		static const char *const classes[] = {"ordinary",   "unspecified", "loopback", "private",  "link_local",
+						      "multicast", "broadcast",   "reserved", "metadata"};
+		char addr[64];
+		json_t *no = json_object();
+
+		if (ev->hook != CUSTODE_HOOK_SOCK_CREATE) {
+			json_object_set_new(no, "addr", json_string(custode_addr_format(n->addr, addr, sizeof(addr))));
+			json_object_set_new(no, "port", json_integer(n->port));
+		}
+		json_object_set_new(no, "family", json_string(n->family == 2 ? "inet" : n->family == 10 ? "inet6" : "other"));
+		json_object_set_new(no, "family_number", json_integer(n->family));
+		json_object_set_new(no, "proto", n->proto == 6 ? json_string("tcp") : n->proto == 17 ? json_string("udp")
+											: json_integer(n->proto));
+		json_object_set_new(no, "sock_type", n->sock_type == 1 ? json_string("stream")
+						     : n->sock_type == 2 ? json_string("dgram")
+						     : n->sock_type == 3 ? json_string("raw")
+									  : json_integer(n->sock_type));
+		if (ev->hook != CUSTODE_HOOK_SOCK_CREATE)
+			json_object_set_new(no, "addr_class", json_string(n->addr_class < sizeof(classes) / sizeof(classes[0])
+										  ? classes[n->addr_class]
+										  : "unknown"));
+		json_object_set_new(o, "net", no);
 	}
 	return o;
 }
@@ -87,22 +205,30 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 int custode_event_format(const json_t *ev, char *out, size_t len)
 {
 	const json_t *file = json_object_get(ev, "file");
+	const json_t *net = json_object_get(ev, "net");
+	char dest[128] = "";
 	const json_t *acc = json_object_get(ev, "access");
 	char access[64] = "";
 	size_t i;
 	json_t *a;
 
+	if (net && json_object_get(net, "addr"))
+		snprintf(dest, sizeof(dest), " dest=%s%s%s:%d/%s", strchr(json_string_value(json_object_get(net, "addr")), ':') ? "[" : "",
+			 json_string_value(json_object_get(net, "addr")),
+			 strchr(json_string_value(json_object_get(net, "addr")), ':') ? "]" : "",
+			 (int)json_integer_value(json_object_get(net, "port")),
+			 json_is_string(json_object_get(net, "proto")) ? json_string_value(json_object_get(net, "proto")) : "?");
 	json_array_foreach(acc, i, a) {
 		strncat(access, i ? "," : "", sizeof(access) - strlen(access) - 1);
 		strncat(access, json_string_value(a), sizeof(access) - strlen(access) - 1);
 	}
-	return snprintf(out, len, "%s run=%s pid=%d comm=%s %s %s%s%s%s%s%s", json_string_value(json_object_get(ev, "time")),
+	return snprintf(out, len, "%s run=%s pid=%d comm=%s %s %s%s%s%s%s%s%s", json_string_value(json_object_get(ev, "time")),
 			json_string_value(json_object_get(ev, "run_id")), (int)json_integer_value(json_object_get(ev, "tgid")),
 			json_string_value(json_object_get(ev, "comm")), json_string_value(json_object_get(ev, "hook")),
 			json_string_value(json_object_get(ev, "reason")), access[0] ? " access=" : "", access,
 			file && json_object_get(file, "path") ? " path=" : "",
 			file && json_object_get(file, "path") ? json_string_value(json_object_get(file, "path")) : "",
-			json_is_true(json_object_get(ev, "enforced")) ? "" : " (audit)");
+			dest, json_is_true(json_object_get(ev, "enforced")) ? "" : " (audit)");
 }
 
 struct consumer {

@@ -83,7 +83,7 @@ static int parse_time(const char *s, int64_t *out)
 		return -EINVAL;
 	for (int i = 0; i < 19; i++) {
 		bool digit = i != 4 && i != 7 && i != 10 && i != 13 && i != 16;
-		if (digit ? !isdigit((unsigned char)s[i]) : s[i] != "....-..-.T..:..:"[i])
+		if (digit ? !isdigit((unsigned char)s[i]) : s[i] != "....-..-..T..:..:.."[i])
 			return -EINVAL;
 	}
 	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -99,7 +99,17 @@ static int parse_time(const char *s, int64_t *out)
 	if (strcmp(p, "Z") != 0)
 		return -EINVAL;
 	(void)end;
-	*out = (int64_t)timegm(&tm);
+	{
+		/* strptime takes 2026-02-30 and timegm turns it into March 2: refuse what doesn't round-trip */
+		struct tm want = tm, back;
+		time_t t = timegm(&tm);
+
+		if (t == (time_t)-1 || !gmtime_r(&t, &back) || back.tm_year != want.tm_year ||
+		    back.tm_mon != want.tm_mon || back.tm_mday != want.tm_mday || back.tm_hour != want.tm_hour ||
+		    back.tm_min != want.tm_min || back.tm_sec != want.tm_sec)
+			return -EINVAL;
+		*out = (int64_t)t;
+	}
 	return 0;
 }
 
@@ -319,7 +329,7 @@ static int parse_egress_rule(json_t *e, const char *path, struct custode_egress_
 	} else if (parse_cidr(cidr, r) < 0) {
 		return BAD(why, "%s: invalid CIDR \"%s\"", jp_join(&jp, path, "cidr"), cidr);
 	}
-	r->proto = CUSTODE_PROTO_ANY;
+	r->proto = CUSTODE_PROTO_TCP; /* UDP (QUIC, DNS-over-anything) only when asked for */
 	if (proto) {
 		if (!strcmp(proto, "tcp"))
 			r->proto = CUSTODE_PROTO_TCP;
@@ -348,7 +358,7 @@ static int parse_egress_rule(json_t *e, const char *path, struct custode_egress_
 
 static int parse_network(json_t *obj, struct custode_policy *p, struct custode_refusal *why)
 {
-	static const char *const fields[] = {"egress", "private", NULL};
+	static const char *const fields[] = {"egress", "private", "listen", NULL};
 	struct jpath jp;
 	json_t *arr, *e;
 	size_t i;
@@ -358,6 +368,12 @@ static int parse_network(json_t *obj, struct custode_policy *p, struct custode_r
 		return BAD(why, "content.network: must be an object");
 	if ((err = only_fields(obj, "content.network", fields, why)))
 		return err;
+	p->listen = true;
+	if ((e = json_object_get(obj, "listen"))) {
+		if (!json_is_boolean(e))
+			return BAD(why, "content.network.listen: must be true or false");
+		p->listen = json_is_true(e);
+	}
 	arr = json_object_get(obj, "egress");
 	if (arr) {
 		if (!json_is_array(arr) || json_array_size(arr) > CUSTODE_POLICY_MAX_EGRESS)

@@ -70,6 +70,7 @@ struct custode_policy {
 	size_t n_egress;
 	struct custode_egress_rule *private_addrs; /* kind CIDR, no ports */
 	size_t n_private;
+	bool listen; /* "listen": may the run bind chosen ports (default true) */
 
 	bool has_limits;
 	struct custode_limits limits;
@@ -86,7 +87,7 @@ void custode_policy_free(struct custode_policy *p);
 /* Enforcement classes (enum custode_class) the policy needs. */
 unsigned custode_policy_classes(const struct custode_policy *p);
 
-/* "read,write" → mask; -1 on an unknown class name. */
+/* One access class name ("read") → its CUSTODE_ACCESS_* bit; -1 for anything else. */
 int custode_access_parse_name(const char *name);
 /* mask → "read,exec" into buf. */
 const char *custode_access_format(uint32_t mask, char *buf, size_t len);

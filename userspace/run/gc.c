@@ -76,7 +76,7 @@ static int reap_state_files(struct custode_engine *e, bool json)
 			close(fd);
 			continue;
 		}
-		err = custode_run_reap(e, &st, NULL, NULL);
+		err = custode_run_reap(e, &st, NULL, NULL, NULL);
 		report(json, hex, "reaped orphaned run", err);
 		failed |= err != 0;
 		close(fd);
@@ -113,7 +113,7 @@ static int reap_cgroups(struct custode_engine *e, bool json)
 			continue;
 		if (custode_engine_get_run(e, st.cgroup_id, &run) == 0)
 			st.ruleset = run.ruleset;
-		err = custode_run_reap(e, &st, NULL, NULL);
+		err = custode_run_reap(e, &st, NULL, NULL, NULL);
 		report(json, de->d_name + 4, "reaped run without state", err);
 		failed |= err != 0;
 	}
@@ -157,6 +157,10 @@ static int reap_registrations(struct custode_engine *e, bool json)
 
 		if (!err)
 			err = custode_engine_delete_ruleset(e, rulesets[i]);
+		if (!err)
+			err = custode_engine_delete_net_ruleset(e, rulesets[i]);
+		if (!err)
+			err = custode_engine_delete_pins(e, gone[i]);
 		custode_runstate_remove(ids[i]);
 		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)gone[i]);
 		report(json, hex, "removed registration of a vanished cgroup", err);

@@ -23,6 +23,7 @@
 #include "cgroup/cgroup.h"
 #include "policy/profiles.h"
 #include "run/run.h"
+#include "run/seccomp.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
 
@@ -31,8 +32,14 @@
 #define EXIT_NOT_FOUND 127
 #define EXIT_TIMEOUT 124
 
+#define MAX_ALLOWS 256
+
 struct run_opts {
 	const char *profile;
+	const char *policy_file;
+	struct custode_allow allows[MAX_ALLOWS];
+	size_t n_allows;
+	bool profile_set;
 	const char *workspace;
 	long timeout_sec;
 	bool audit;
@@ -41,13 +48,19 @@ struct run_opts {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: custode run [--profile NAME] [--workspace DIR] [--timeout SEC] [--audit] -- CMD [ARG...]\n"
+	fprintf(f, "usage: custode run [--profile NAME | --policy FILE] [--workspace DIR] [--allow ADDR:PORT[/udp]]...\n"
+		   "                   [--timeout SEC] [--audit] -- CMD [ARG...]\n"
 		   "\n"
 		   "Run CMD confined: in a new cgroup registered with the engine, under the\n"
 		   "policy of a built-in profile. custode refuses (exit 125) rather than run\n"
 		   "anything unenforced.\n"
 		   "\n"
 		   "  --profile NAME    built-in profile (default: read); see `custode profiles`\n"
+		   "  --policy FILE     an unsigned policy document (docs/policy.md) owned by root and\n"
+		   "                    writable only by root; fleets use signed bundles instead\n"
+		   "  --allow ADDR:PORT[/tcp|/udp]\n"
+		   "                    grant egress to a literal address (even a private one);\n"
+		   "                    IPv6 as [ADDR]:PORT; repeatable; needs a network section\n"
 		   "  --workspace DIR   the run's ${workspace} (default: the current directory);\n"
 		   "                    CMD starts there\n"
 		   "  --timeout SEC     kill the whole run after SEC seconds (exit 124)\n"
@@ -86,7 +99,7 @@ void custode_denial_summary(const struct custode_counters *c, char *out, size_t 
 }
 
 int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st, const struct custode_fs_ruleset *rs,
-		     struct custode_counters *counters)
+		     const struct custode_net_ruleset *net, struct custode_counters *counters)
 {
 	struct custode_run run;
 	int err;
@@ -112,6 +125,11 @@ int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st
 		custode_engine_delete_rules(e, st->ruleset, rs);
 	else
 		custode_engine_delete_ruleset(e, st->ruleset);
+	if (net)
+		custode_engine_delete_net(e, net);
+	else
+		custode_engine_delete_net_ruleset(e, st->ruleset);
+	custode_engine_delete_pins(e, st->cgroup_id); /* the resolver's, unknown here: scan */
 	if (st->tmp[0])
 		custode_rm_rf(st->tmp);
 	custode_runstate_remove(st->run_id);
@@ -125,8 +143,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		{"timeout", required_argument, NULL, 't'}, {"audit", no_argument, NULL, 'a'},
 		{"help", no_argument, NULL, 'h'},
 		/* contract options of later issues, refused until implemented */
+		{"policy", required_argument, NULL, 'P'}, {"allow", required_argument, NULL, 'A'},
 		{"bundle", required_argument, NULL, 'B'}, {"trust", required_argument, NULL, 'T'},
-		{"allow", required_argument, NULL, 'A'}, {"receipt", required_argument, NULL, 'R'},
+		{"receipt", required_argument, NULL, 'R'},
 		{0}};
 	char *end;
 	int c;
@@ -139,6 +158,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		switch (c) {
 		case 'p':
 			o->profile = optarg;
+			o->profile_set = true;
 			break;
 		case 'w':
 			o->workspace = optarg;
@@ -158,18 +178,38 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		case 'h':
 			usage(stdout);
 			return 1;
+		case 'P':
+			o->policy_file = optarg;
+			break;
+		case 'A': {
+			struct custode_refusal why;
+
+			if (o->n_allows == MAX_ALLOWS) {
+				fprintf(stderr, "custode: run: refused: run.usage: more than %d --allow\n", MAX_ALLOWS);
+				return -1;
+			}
+			if (custode_allow_parse(optarg, &o->allows[o->n_allows], &why) < 0) {
+				fprintf(stderr, "custode: run: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
+				return -1;
+			}
+			o->n_allows++;
+			break;
+		}
 		case 'B':
 		case 'T':
-		case 'A':
 		case 'R':
 			fprintf(stderr, "custode: run: refused: %s: --%s is not supported by this custode yet\n",
 				custode_reason_name(CUSTODE_REASON_RUN_USAGE),
-				c == 'B' ? "bundle" : c == 'T' ? "trust" : c == 'A' ? "allow" : "receipt");
+				c == 'B' ? "bundle" : c == 'T' ? "trust" : "receipt");
 			return -1;
 		default:
 			usage(stderr);
 			return -1;
 		}
+	}
+	if (o->policy_file && o->profile_set) {
+		fprintf(stderr, "custode: run: refused: run.usage: --profile and --policy exclude each other\n");
+		return -1;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "custode: run: no command given\n");
@@ -180,25 +220,64 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	return 0;
 }
 
-static int load_policy(const char *profile, struct custode_policy **out, struct custode_refusal *why)
+/* A local policy file is trusted like a built-in only if nobody but root could have written it. */
+static int read_policy_file(const char *path, char **text, size_t *len, struct custode_refusal *why)
 {
-	const struct custode_builtin_profile *bp = custode_profile_find(profile);
+	struct stat st;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+		return custode_refuse(why, err, CUSTODE_REASON_POLICY_INVALID, "--policy %s: %s", path, strerror(err));
+	}
+	close(fd);
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+		return custode_refuse(why, EPERM, CUSTODE_REASON_POLICY_INVALID,
+				      "--policy %s: must be a regular file owned by root and writable only by root", path);
+	err = custode_read_file(path, CUSTODE_POLICY_MAX_BYTES, text, len);
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_POLICY_INVALID, "--policy %s: %s", path,
+				      err == -EFBIG ? "too large" : strerror(-err));
+	return 0;
+}
+
+static int load_policy(const struct run_opts *o, struct custode_policy **out, struct custode_refusal *why)
+{
 	struct custode_policy *p = NULL;
 	int err;
 
-	if (!bp)
-		return custode_refuse(why, ENOENT, CUSTODE_REASON_POLICY_UNKNOWN_PROFILE,
-				      "no built-in profile named '%s' (see `custode profiles`)", profile);
-	err = custode_policy_parse(bp->text, bp->len, &p, why);
+	if (o->policy_file) {
+		char *text = NULL;
+		size_t len = 0;
+
+		if ((err = read_policy_file(o->policy_file, &text, &len, why)))
+			return err;
+		err = custode_policy_parse(text, len, &p, why);
+		free(text);
+	} else {
+		const struct custode_builtin_profile *bp = custode_profile_find(o->profile);
+
+		if (!bp)
+			return custode_refuse(why, ENOENT, CUSTODE_REASON_POLICY_UNKNOWN_PROFILE,
+					      "no built-in profile named '%s' (see `custode profiles`)", o->profile);
+		err = custode_policy_parse(bp->text, bp->len, &p, why);
+	}
 	if (err)
 		return err;
 	/* Fail closed: a section custode cannot enforce yet is a refusal, never ignored. */
-	if (p->has_process || p->has_network || p->has_limits || p->has_env) {
-		const char *what = p->has_process ? "process" : p->has_network ? "network" : p->has_limits ? "limits" : "env";
+	if (p->has_process || p->has_limits || p->has_env) {
+		const char *what = p->has_process ? "process" : p->has_limits ? "limits" : "env";
 		custode_policy_free(p);
 		return custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
-				      "profile '%s' has a content.%s section, which this custode cannot enforce yet",
-				      profile, what);
+				      "the policy has a content.%s section, which this custode cannot enforce yet", what);
+	}
+	if (o->n_allows && !p->has_network) {
+		custode_policy_free(p);
+		return custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE,
+				      "--allow needs a policy with a network section (e.g. --profile net-only)");
 	}
 	*out = p;
 	return 0;
@@ -217,6 +296,7 @@ struct launch {
 	struct custode_engine e;
 	struct custode_policy *policy;
 	struct custode_fs_ruleset rules;
+	struct custode_net_ruleset net;
 	struct custode_runstate st;
 	bool registered, rules_added, cgroup_made;
 	int lock_fd;
@@ -227,8 +307,10 @@ static void setup_undo(struct launch *l)
 {
 	if (l->registered)
 		custode_engine_unregister(&l->e, l->st.cgroup_id);
-	if (l->rules_added)
+	if (l->rules_added) {
 		custode_engine_delete_rules(&l->e, l->st.ruleset, &l->rules);
+		custode_engine_delete_net(&l->e, &l->net);
+	}
 	if (l->cgroup_made)
 		custode_cgroup_remove(l->st.cgroup);
 	if (l->st.tmp[0])
@@ -283,12 +365,18 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	custode_engine_unlock(lock);
 	if (err)
 		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_MAP_FULL, "no free rule set: %s", strerror(-err));
+	if ((err = custode_policy_compile_net(l->policy, o->allows, o->n_allows, l->st.ruleset, &l->net, why)))
+		return err;
 	/* Rules before registration, registration before the first process. */
 	l->rules_added = true;
 	if ((err = custode_engine_add_rules(&l->e, l->st.ruleset, &l->rules)))
 		return custode_refuse(why, -err, err == -E2BIG || err == -ENOSPC ? CUSTODE_REASON_ENGINE_MAP_FULL
 										 : CUSTODE_REASON_RUN_SETUP_FAILED,
 				      "adding %zu rules: %s", l->rules.n, strerror(-err));
+	if ((err = custode_engine_add_net(&l->e, &l->net)))
+		return custode_refuse(why, -err, err == -E2BIG || err == -ENOSPC ? CUSTODE_REASON_ENGINE_MAP_FULL
+										 : CUSTODE_REASON_RUN_SETUP_FAILED,
+				      "adding %zu egress keys: %s", l->net.n, strerror(-err));
 	if (mkdir(l->st.cgroup, 0755) < 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_CGROUP_FAILED, "mkdir %s: %s", l->st.cgroup,
 				      strerror(errno));
@@ -297,7 +385,10 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 		return custode_refuse(why, -err, CUSTODE_REASON_CGROUP_FAILED, "cgroup id: %s", strerror(-err));
 	run.run_id = l->st.run_id;
 	run.ruleset = l->st.ruleset;
-	run.flags = CUSTODE_RUN_FILE | (o->audit || l->policy->audit ? CUSTODE_RUN_AUDIT : 0);
+	run.flags = (l->policy->has_filesystem ? CUSTODE_RUN_FILE : 0) |
+		    (l->policy->has_network ? CUSTODE_RUN_NET : 0) |
+		    (l->policy->has_network && !l->net.listen ? CUSTODE_RUN_NO_LISTEN : 0) |
+		    (o->audit || l->policy->audit ? CUSTODE_RUN_AUDIT : 0);
 	run.policy_version = (__u32)l->policy->version;
 	if ((err = custode_engine_register(&l->e, l->st.cgroup_id, &run)))
 		return custode_refuse(why, -err, err == -E2BIG ? CUSTODE_REASON_ENGINE_MAP_FULL : CUSTODE_REASON_RUN_SETUP_FAILED,
@@ -318,6 +409,10 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 	signal(SIGPIPE, SIG_DFL);
 	if (chdir(l->st.workspace) < 0)
 		goto fail;
+	if (l->policy->has_network && (e = custode_seccomp_sockets()) < 0) {
+		errno = -e;
+		goto fail;
+	}
 	setenv("TMPDIR", l->st.tmp, 1);
 	execvp(o->argv[0], o->argv);
 fail:
@@ -364,7 +459,7 @@ int custode_cmd_run(int argc, char **argv)
 		return err > 0 ? 0 : EXIT_REFUSED;
 	memset(&l, 0, sizeof(l));
 	l.lock_fd = -1;
-	if ((err = load_policy(o.profile, &l.policy, &why)))
+	if ((err = load_policy(&o, &l.policy, &why)))
 		return refuse(&why);
 	if ((err = custode_host_prepare(&l.e, &why)))
 		goto refused;
@@ -447,7 +542,7 @@ int custode_cmd_run(int argc, char **argv)
 
 	code = cancel_code >= 0 ? cancel_code : exit_status(status);
 	memset(&counters, 0, sizeof(counters));
-	err = custode_run_reap(&l.e, &l.st, &l.rules, &counters);
+	err = custode_run_reap(&l.e, &l.st, &l.rules, &l.net, &counters);
 	custode_run_id_format(l.st.run_id, hex);
 	if (err)
 		fprintf(stderr,
@@ -463,6 +558,7 @@ int custode_cmd_run(int argc, char **argv)
 	close(sfd);
 	close(l.lock_fd);
 	custode_fs_ruleset_free(&l.rules);
+	custode_net_ruleset_free(&l.net);
 	custode_policy_free(l.policy);
 	custode_engine_close(&l.e);
 	return code;
@@ -471,6 +567,7 @@ refused:
 	if (l.lock_fd >= 0)
 		close(l.lock_fd);
 	custode_fs_ruleset_free(&l.rules);
+	custode_net_ruleset_free(&l.net);
 	custode_policy_free(l.policy);
 	custode_engine_close(&l.e);
 	return refuse(&why);

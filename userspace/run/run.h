@@ -5,6 +5,7 @@
 #include "custode/abi.h"
 #include "engine/engine.h"
 #include "policy/compile.h"
+#include "policy/net.h"
 #include "run/runstate.h"
 
 /*
@@ -15,9 +16,9 @@
  * and -ETIMEDOUT is returned. counters (optional) receives the final counts.
  */
 int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st, const struct custode_fs_ruleset *rs,
-		     struct custode_counters *counters);
+		     const struct custode_net_ruleset *net, struct custode_counters *counters);
 
-/* "2 denials: file.read.denied=1 file.write.denied=1" */
+/* "2 denials: file.read.denied=1, file.write.denied=1"; "0 denials" */
 void custode_denial_summary(const struct custode_counters *c, char *out, size_t len);
 
 int custode_cmd_run(int argc, char **argv);

@@ -92,13 +92,15 @@ int custode_runstate_parse(const char *text, struct custode_runstate *st)
 		goto out;
 	if (copy_str(o, "run_id", hex, sizeof(hex)) || custode_run_id_parse(hex, &tmp.run_id))
 		goto out;
-	if (!json_is_integer(v = json_object_get(o, "cgroup_id")))
+	if (!json_is_integer(v = json_object_get(o, "cgroup_id")) || json_integer_value(v) <= 0)
 		goto out;
 	tmp.cgroup_id = (__u64)json_integer_value(v);
-	if (!json_is_integer(v = json_object_get(o, "ruleset")))
+	if (!json_is_integer(v = json_object_get(o, "ruleset")) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > UINT32_MAX)
 		goto out;
 	tmp.ruleset = (__u32)json_integer_value(v);
-	if (!json_is_integer(v = json_object_get(o, "launcher_pid")))
+	if (!json_is_integer(v = json_object_get(o, "launcher_pid")) || json_integer_value(v) <= 0 ||
+	    json_integer_value(v) > INT32_MAX)
 		goto out;
 	tmp.launcher_pid = (int)json_integer_value(v);
 	if (!json_is_integer(v = json_object_get(o, "started")))

@@ -82,7 +82,14 @@ int custode_read_file(const char *path, size_t max, char **out, size_t *lenp)
 
 		if (len == cap) {
 			if (cap >= max) {
-				err = -EFBIG;
+				/* full at the limit: fine only if the file ends here */
+				char probe;
+				ssize_t m = read(fd, &probe, 1);
+				if (m < 0 && errno == EINTR)
+					continue;
+				if (m == 0)
+					break;
+				err = m < 0 ? -errno : -EFBIG;
 				goto fail;
 			}
 			cap = cap * 2 > max ? max : cap * 2;
@@ -153,8 +160,15 @@ int custode_mkdir_p(const char *path, mode_t mode)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
+	if (mkdir(buf, mode) < 0) {
+		struct stat st;
+		if (errno != EEXIST)
+			return -errno;
+		if (stat(buf, &st) < 0)
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+	}
 	return 0;
 }
 

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+
+#include "policy/net.h"
+
+int custode_addr_parse(const char *s, uint8_t out[16])
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (inet_pton(AF_INET, s, &a4) == 1) {
+		memset(out, 0, 16);
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &a4, 4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, &a6) == 1) {
+		memcpy(out, &a6, 16);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+const char *custode_addr_format(const uint8_t addr[16], char *buf, size_t len)
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	if (memcmp(addr, mapped, 12) == 0)
+		inet_ntop(AF_INET, addr + 12, buf, (socklen_t)len);
+	else
+		inet_ntop(AF_INET6, addr, buf, (socklen_t)len);
+	return buf;
+}
+
+int custode_allow_parse(const char *s, struct custode_allow *out, struct custode_refusal *why)
+{
+	char host[256], *end;
+	const char *colon, *port_s, *slash;
+	long port;
+	size_t hlen;
+	struct custode_allow a;
+
+	memset(&a, 0, sizeof(a));
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || close[1] != ':')
+			goto bad;
+		hlen = (size_t)(close - s - 1);
+		if (hlen >= sizeof(host))
+			goto bad;
+		memcpy(host, s + 1, hlen);
+		host[hlen] = 0;
+		port_s = close + 2;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || strchr(s, ':') != colon)
+			goto bad; /* IPv6 literals need brackets */
+		hlen = (size_t)(colon - s);
+		if (hlen == 0 || hlen >= sizeof(host))
+			goto bad;
+		memcpy(host, s, hlen);
+		host[hlen] = 0;
+		port_s = colon + 1;
+	}
+	a.proto = CUSTODE_PROTO_TCP;
+	slash = strchr(port_s, '/');
+	if (slash) {
+		if (!strcmp(slash + 1, "udp"))
+			a.proto = CUSTODE_PROTO_UDP;
+		else if (strcmp(slash + 1, "tcp"))
+			goto bad;
+	}
+	errno = 0;
+	port = strtol(port_s, &end, 10);
+	if (errno || end == port_s || (*end && *end != '/') || port < 1 || port > 65535)
+		goto bad;
+	a.port = (uint16_t)port;
+	if (custode_addr_parse(host, a.addr) < 0)
+		return custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
+				      "--allow %s: host names need custode's resolver, which this custode lacks; "
+				      "give an address",
+				      s);
+	*out = a;
+	return 0;
+bad:
+	return custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE,
+			      "--allow %s: expected ADDR:PORT[/tcp|/udp], IPv6 as [ADDR]:PORT", s);
+}
+
+static int add_key(struct custode_net_ruleset *rs, size_t *cap, uint32_t ruleset, uint8_t proto, uint16_t port,
+		   const uint8_t addr[16], uint8_t prefixlen, uint32_t flags)
+{
+	struct custode_net_key *k;
+
+	/* the same (proto, port, prefix) twice: keep one, literal wins */
+	if (rs->n >= CUSTODE_MAX_NET_KEYS_PER_RUN)
+		return -E2BIG;
+	if (rs->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		void *nk = realloc(rs->keys, ncap * sizeof(*rs->keys));
+		if (!nk)
+			return -ENOMEM;
+		rs->keys = nk;
+		nk = realloc(rs->vals, ncap * sizeof(*rs->vals));
+		if (!nk)
+			return -ENOMEM;
+		rs->vals = nk;
+		*cap = ncap;
+	}
+	k = &rs->keys[rs->n];
+	memset(k, 0, sizeof(*k));
+	k->prefixlen = CUSTODE_NET_KEY_PREFIX_BITS + prefixlen;
+	k->ruleset = ruleset;
+	k->proto = proto;
+	k->port = port;
+	memcpy(k->addr, addr, 16);
+	rs->vals[rs->n].flags = flags;
+	rs->n++;
+	return 0;
+}
+
+int custode_policy_compile_net(const struct custode_policy *p, const struct custode_allow *allows, size_t n_allows,
+			       uint32_t ruleset, struct custode_net_ruleset *out, struct custode_refusal *why)
+{
+	struct custode_net_ruleset rs = {0};
+	size_t cap = 0;
+	int err = 0;
+
+	rs.listen = p->has_network ? p->listen : true;
+	for (size_t i = 0; i < p->n_egress; i++) {
+		const struct custode_egress_rule *r = &p->egress[i];
+
+		if (r->kind == CUSTODE_EGRESS_HOST) {
+			err = custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
+					     "content.network.egress[%zu].host \"%s\": host names need custode's resolver, "
+					     "which this custode lacks",
+					     i, r->host);
+			goto fail;
+		}
+		for (size_t j = 0; j < r->n_ports; j++) {
+			err = add_key(&rs, &cap, ruleset, (uint8_t)r->proto, r->ports[j], r->addr, r->prefixlen, 0);
+			if (err)
+				goto toolarge;
+		}
+	}
+	for (size_t i = 0; i < n_allows; i++) {
+		err = add_key(&rs, &cap, ruleset, allows[i].proto, allows[i].port, allows[i].addr, 128,
+			      CUSTODE_NET_RULE_LITERAL);
+		if (err)
+			goto toolarge;
+	}
+	if (p->n_private) {
+		rs.priv = calloc(p->n_private, sizeof(*rs.priv));
+		if (!rs.priv) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		for (size_t i = 0; i < p->n_private; i++) {
+			rs.priv[i].prefixlen = 32 + p->private_addrs[i].prefixlen;
+			rs.priv[i].ruleset = ruleset;
+			memcpy(rs.priv[i].addr, p->private_addrs[i].addr, 16);
+		}
+		rs.n_priv = p->n_private;
+	}
+	*out = rs;
+	return 0;
+toolarge:
+	if (err == -E2BIG)
+		err = custode_refuse(why, E2BIG, CUSTODE_REASON_POLICY_TOO_LARGE,
+				     "content.network: more than %d egress keys (rules × ports)", CUSTODE_MAX_NET_KEYS_PER_RUN);
+fail:
+	custode_net_ruleset_free(&rs);
+	return err;
+}
+
+void custode_net_ruleset_free(struct custode_net_ruleset *rs)
+{
+	free(rs->keys);
+	free(rs->vals);
+	free(rs->priv);
+	memset(rs, 0, sizeof(*rs));
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Compile a policy's network section (and --allow grants) into the engine's
+ * egress keys for one run (include/custode/abi.h, docs/egress.md).
+ */
+#ifndef CUSTODE_POLICY_NET_H
+#define CUSTODE_POLICY_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "custode/abi.h"
+#include "policy/policy.h"
+
+/* Most egress keys (rule × port) and private grants one run may install. */
+#define CUSTODE_MAX_NET_KEYS_PER_RUN 131072
+
+/* An operator's --allow ADDR:PORT[/tcp|/udp]: a literal grant, private or not. */
+struct custode_allow {
+	uint8_t addr[16]; /* IPv4 as ::ffff:a.b.c.d */
+	uint16_t port;
+	uint8_t proto;
+};
+
+struct custode_net_ruleset {
+	struct custode_net_key *keys;
+	struct custode_net_rule *vals;
+	size_t n;
+	struct custode_private_key *priv;
+	size_t n_priv;
+	bool listen;
+};
+
+/* "203.0.113.10:443", "[2001:db8::10]:443/udp". Host names: refused (policy.unsupported) until the resolver. */
+int custode_allow_parse(const char *s, struct custode_allow *out, struct custode_refusal *why);
+
+int custode_policy_compile_net(const struct custode_policy *p, const struct custode_allow *allows, size_t n_allows,
+			       uint32_t ruleset, struct custode_net_ruleset *out, struct custode_refusal *why);
+void custode_net_ruleset_free(struct custode_net_ruleset *rs);
+
+/* Format a 16-byte address: dotted quad for IPv4-mapped, RFC 5952 otherwise. */
+const char *custode_addr_format(const uint8_t addr[16], char *buf, size_t len);
+/* Parse an IPv4 or IPv6 literal (no brackets, no prefix) into the 16-byte form. */
+int custode_addr_parse(const char *s, uint8_t out[16]);
+
+#endif
