@@ -29,7 +29,7 @@
 static void engine_reset_fds(struct custode_engine *e)
 {
 	e->runs_fd = e->counters_fd = e->rules_fd = e->events_fd = e->stats_fd = e->meta_fd = -1;
-	e->net_rules_fd = e->net_private_fd = e->pins_fd = -1;
+	e->net_rules_fd = e->net_private_fd = e->pins_fd = e->users_fd = -1;
 }
 
 static int ensure_bpffs(struct custode_refusal *why)
@@ -178,6 +178,32 @@ void custode_engine_close(struct custode_engine *e)
 	close_fd(&e->net_rules_fd);
 	close_fd(&e->net_private_fd);
 	close_fd(&e->pins_fd);
+	close_fd(&e->users_fd);
+}
+
+/* Close the map fds but keep our place among the engine's users. */
+static void close_maps(struct custode_engine *e)
+{
+	int users = e->users_fd;
+
+	e->users_fd = -1;
+	custode_engine_close(e);
+	e->users_fd = users;
+}
+
+/*
+ * Whether any other process has the engine open. Every user holds
+ * engine.users shared, taken while holding the engine lock, so under the
+ * engine lock this answer can't go stale: a launcher that opened the engine
+ * but hasn't registered its run yet still counts.
+ */
+static bool engine_has_other_users(struct custode_engine *e)
+{
+	if (flock(e->users_fd, LOCK_EX | LOCK_NB) == 0) {
+		flock(e->users_fd, LOCK_SH); /* back to shared; we hold the engine lock, nobody races */
+		return false;
+	}
+	return true;
 }
 
 static int read_meta(int fd, struct custode_meta *m)
@@ -312,7 +338,7 @@ static int load_net_class(struct custode_engine *e, struct custode_refusal *why)
 		if (!link) {
 			err = custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "attach %s to %s: %s",
 					     bpf_program__section_name(prog), e->cg_mount, strerror(errno));
-			goto out;
+			goto rollback;
 		}
 		snprintf(pin, sizeof(pin), "%s/%s", CUSTODE_PIN_LINKS, bpf_program__name(prog));
 		err = bpf_link__pin(link, pin);
@@ -320,8 +346,16 @@ static int load_net_class(struct custode_engine *e, struct custode_refusal *why)
 		if (err) {
 			err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "pin %s: %s", pin,
 					     strerror(-err));
-			goto out;
+			goto rollback;
 		}
+	}
+	goto out;
+rollback:
+	/* leave no half-attached class behind: unpin the links this call pinned */
+	bpf_object__for_each_program(prog, skel->obj) {
+		char pin[PATH_MAX];
+		snprintf(pin, sizeof(pin), "%s/%s", CUSTODE_PIN_LINKS, bpf_program__name(prog));
+		unlink(pin);
 	}
 out:
 	net_bpf__destroy(skel);
@@ -342,6 +376,24 @@ static int create_meta(void)
 		return err;
 	}
 	return fd;
+}
+
+/* Note a loaded class in meta (creating and pinning meta on first use). */
+static int record_class(struct custode_engine *e, unsigned cls, struct custode_refusal *why)
+{
+	int err;
+
+	if (e->meta_fd < 0) {
+		e->meta_fd = create_meta();
+		if (e->meta_fd < 0)
+			return custode_refuse(why, -e->meta_fd, CUSTODE_REASON_ENGINE_LOAD_FAILED, "pin meta: %s",
+					      strerror(-e->meta_fd));
+	}
+	e->meta.classes |= cls;
+	err = write_meta(e->meta_fd, &e->meta);
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "write meta: %s", strerror(-err));
+	return 0;
 }
 
 int custode_engine_count_runs(struct custode_engine *e)
@@ -376,12 +428,20 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 	lock = custode_engine_lock();
 	if (lock < 0)
 		return custode_refuse(why, -lock, CUSTODE_REASON_RUN_SETUP_FAILED, "engine lock: %s", strerror(-lock));
+	if (e->users_fd < 0) {
+		e->users_fd = open(CUSTODE_STATE_DIR "/engine.users", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (e->users_fd < 0 || flock(e->users_fd, LOCK_SH) < 0) {
+			err = custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "engine users lock: %s",
+					     strerror(errno));
+			goto out;
+		}
+	}
 
 	e->meta_fd = bpf_obj_get(CUSTODE_PIN_ROOT "/meta");
 	if (e->meta_fd >= 0 && read_meta(e->meta_fd, &cur) == 0) {
 		bool same_root = cur.abi_version == CUSTODE_ABI_VERSION && cur.root_cgroup_id == root_id &&
 				 cur.root_level == (__u32)level;
-		bool idle = open_maps(e) < 0 || custode_engine_count_runs(e) == 0;
+		bool idle = (open_maps(e) < 0 || custode_engine_count_runs(e) == 0) && !engine_has_other_users(e);
 
 		if (!same_root || (cur.build_digest != digest && idle && (flags & CUSTODE_ENGINE_LOAD))) {
 			if (!idle) {
@@ -392,8 +452,8 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 						     CUSTODE_ABI_VERSION, (unsigned long long)root_id);
 				goto out;
 			}
-			/* Stale and idle: nothing is confined by it, replace it. */
-			custode_engine_close(e);
+			/* Stale and idle: nothing is confined by it and nobody is about to be. Replace it. */
+			close_maps(e);
 			err = unpin_all();
 			if (err) {
 				err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED,
@@ -411,6 +471,24 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 		if (!(flags & CUSTODE_ENGINE_LOAD)) {
 			err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING,
 					     "no engine is pinned at %s (custode run loads it)", CUSTODE_PIN_ROOT);
+			goto out;
+		}
+		/*
+		 * No meta: nothing complete is pinned. Leftovers of an interrupted
+		 * load are removed — unless runs are registered in them, which would
+		 * lose their confinement.
+		 */
+		if ((open_maps(e) == 0 && custode_engine_count_runs(e) > 0) || engine_has_other_users(e)) {
+			err = custode_refuse(why, EBUSY, CUSTODE_REASON_ENGINE_MISMATCH,
+					     "%s has registered runs or users but no engine description (meta); "
+					     "refusing to replace it (custode engine unload --force clears it)",
+					     CUSTODE_PIN_ROOT);
+			goto out;
+		}
+		close_maps(e);
+		if ((err = unpin_all())) {
+			err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "clear leftovers: %s",
+					     strerror(-err));
 			goto out;
 		}
 		if (custode_mkdir_p(CUSTODE_PIN_MAPS, 0700) < 0 || custode_mkdir_p(CUSTODE_PIN_LINKS, 0700) < 0) {
@@ -438,31 +516,20 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 				     "process enforcement is not implemented in this custode");
 		goto out;
 	}
-	if (missing & CUSTODE_CLASS_EGRESS) {
-		custode_libbpf_log_reset();
-		err = load_net_class(e, why);
-		if (err)
-			goto out;
-		e->meta.classes |= CUSTODE_CLASS_EGRESS;
-	}
+	/*
+	 * LSM classes first: on hosts that refuse them, nothing else gets pinned
+	 * in vain. Each class that loads is recorded in meta at once, so a later
+	 * failure never leaves pinned programs that meta doesn't describe.
+	 */
 	if (missing & CUSTODE_CLASS_FILE) {
 		custode_libbpf_log_reset();
-		err = load_file_class(e, why);
-		if (err)
+		if ((err = load_file_class(e, why)) || (err = record_class(e, CUSTODE_CLASS_FILE, why)))
 			goto out;
-		e->meta.classes |= CUSTODE_CLASS_FILE;
 	}
-	if (e->meta_fd < 0) {
-		e->meta_fd = create_meta();
-		if (e->meta_fd < 0) {
-			err = custode_refuse(why, -e->meta_fd, CUSTODE_REASON_ENGINE_LOAD_FAILED, "pin meta: %s",
-					     strerror(-e->meta_fd));
+	if (missing & CUSTODE_CLASS_EGRESS) {
+		custode_libbpf_log_reset();
+		if ((err = load_net_class(e, why)) || (err = record_class(e, CUSTODE_CLASS_EGRESS, why)))
 			goto out;
-		}
-	}
-	if (missing && (err = write_meta(e->meta_fd, &e->meta))) {
-		err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "write meta: %s", strerror(-err));
-		goto out;
 	}
 	if (e->runs_fd < 0 && open_maps(e) < 0) {
 		err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING, "engine maps missing under %s",
@@ -492,6 +559,11 @@ int custode_engine_unload(struct custode_engine *e, bool force, struct custode_r
 		custode_engine_unlock(lock);
 		return custode_refuse(why, EBUSY, CUSTODE_REASON_ENGINE_MISMATCH,
 				      "%d runs are registered; unloading would leave them unconfined", n);
+	}
+	if (e->users_fd >= 0 && engine_has_other_users(e) && !force) {
+		custode_engine_unlock(lock);
+		return custode_refuse(why, EBUSY, CUSTODE_REASON_ENGINE_MISMATCH,
+				      "another custode process has the engine open (a run being set up?)");
 	}
 	custode_engine_close(e);
 	err = unpin_all();

@@ -26,6 +26,7 @@ struct custode_engine {
 	int events_fd;
 	int stats_fd;
 	int meta_fd;
+	int users_fd;       /* CUSTODE_STATE_DIR/engine.users, flock'ed shared while the engine is open */
 	int net_rules_fd;   /* egress maps: -1 unless the egress class is loaded */
 	int net_private_fd;
 	int pins_fd;
