@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bundle/cmd.h"
 #include "cli/commands.h"
 #include "doctor/doctor.h"
 #include "events/events.h"
@@ -19,6 +20,7 @@ static const struct {
 	{"gc", custode_cmd_gc, "reap runs whose launcher is gone"},
 	{"engine", custode_cmd_engine, "status, load or unload the pinned engine"},
 	{"profiles", custode_cmd_profiles, "list the built-in profiles"},
+	{"bundle", custode_cmd_bundle, "keygen, sign, verify, inspect signed policy bundles"},
 };
 
 static void usage(FILE *f)

@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "bundle/bundle.h"
 #include "cgroup/cgroup.h"
 #include "policy/profiles.h"
 #include "run/run.h"
@@ -33,10 +34,14 @@
 #define EXIT_TIMEOUT 124
 
 #define MAX_ALLOWS 256
+#define MAX_TRUST 32
 
 struct run_opts {
 	const char *profile;
 	const char *policy_file;
+	const char *bundle;
+	const char *trust[MAX_TRUST];
+	size_t n_trust;
 	struct custode_allow allows[MAX_ALLOWS];
 	size_t n_allows;
 	bool profile_set;
@@ -48,7 +53,8 @@ struct run_opts {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: custode run [--profile NAME | --policy FILE] [--workspace DIR] [--allow ADDR:PORT[/udp]]...\n"
+	fprintf(f, "usage: custode run [--profile NAME | --bundle FILE --trust KEY... | --policy FILE] [--workspace DIR]\n"
+		   "                   [--allow ADDR:PORT[/udp]]...\n"
 		   "                   [--timeout SEC] [--audit] -- CMD [ARG...]\n"
 		   "\n"
 		   "Run CMD confined: in a new cgroup registered with the engine, under the\n"
@@ -56,6 +62,9 @@ static void usage(FILE *f)
 		   "anything unenforced.\n"
 		   "\n"
 		   "  --profile NAME    built-in profile (default: read); see `custode profiles`\n"
+		   "  --bundle FILE     a signed policy bundle (DSSE, docs/bundles.md), verified against\n"
+		   "  --trust KEY       trusted public key(s) (PEM; repeatable); raises the version floor\n"
+		   "                    in " CUSTODE_BUNDLE_STATE_DIR "\n"
 		   "  --policy FILE     an unsigned policy document (docs/policy.md) owned by root and\n"
 		   "                    writable only by root; fleets use signed bundles instead\n"
 		   "  --allow ADDR:PORT[/tcp|/udp]\n"
@@ -196,19 +205,30 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		}
 		case 'B':
+			o->bundle = optarg;
+			break;
 		case 'T':
+			if (o->n_trust == MAX_TRUST) {
+				fprintf(stderr, "custode: run: refused: run.usage: more than %d --trust\n", MAX_TRUST);
+				return -1;
+			}
+			o->trust[o->n_trust++] = optarg;
+			break;
 		case 'R':
-			fprintf(stderr, "custode: run: refused: %s: --%s is not supported by this custode yet\n",
-				custode_reason_name(CUSTODE_REASON_RUN_USAGE),
-				c == 'B' ? "bundle" : c == 'T' ? "trust" : "receipt");
+			fprintf(stderr, "custode: run: refused: %s: --receipt is not supported by this custode yet\n",
+				custode_reason_name(CUSTODE_REASON_RUN_USAGE));
 			return -1;
 		default:
 			usage(stderr);
 			return -1;
 		}
 	}
-	if (o->policy_file && o->profile_set) {
-		fprintf(stderr, "custode: run: refused: run.usage: --profile and --policy exclude each other\n");
+	if ((o->policy_file != NULL) + (o->bundle != NULL) + o->profile_set > 1) {
+		fprintf(stderr, "custode: run: refused: run.usage: --profile, --bundle and --policy exclude each other\n");
+		return -1;
+	}
+	if (!!o->bundle != !!o->n_trust) {
+		fprintf(stderr, "custode: run: refused: run.usage: --bundle needs --trust KEY (and --trust needs --bundle)\n");
 		return -1;
 	}
 	if (optind >= argc) {
@@ -249,7 +269,21 @@ static int load_policy(const struct run_opts *o, struct custode_policy **out, st
 	struct custode_policy *p = NULL;
 	int err;
 
-	if (o->policy_file) {
+	if (o->bundle) {
+		struct custode_trust *trust = NULL;
+		struct custode_bundle_info info;
+
+		if ((err = custode_trust_new(&trust)))
+			return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "trust: %s", strerror(-err));
+		for (size_t i = 0; i < o->n_trust && !err; i++)
+			err = custode_trust_add_file(trust, o->trust[i], why) < 0 ? -1 : 0;
+		/* verify, then raise the version floor, before the policy takes effect */
+		if (!err)
+			err = custode_bundle_load(o->bundle, trust, (int64_t)time(NULL), NULL, &p, &info, why);
+		custode_trust_free(trust);
+		if (err)
+			return err < 0 ? err : -EINVAL;
+	} else if (o->policy_file) {
 		char *text = NULL;
 		size_t len = 0;
 

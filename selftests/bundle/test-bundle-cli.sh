@@ -1,0 +1,200 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# `custode bundle keygen|sign|verify|inspect` end to end: files, modes, exit
+# codes (0 ok, 1 refused, 2 usage) and reason codes.
+#   selftests/bundle/test-bundle-cli.sh        uses build/custode, or $CUSTODE_BIN
+# Needs openssl(1) for the --signer-cmd cases. Exit 0 all passed, 1 otherwise.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+custode=${CUSTODE_BIN:-$root/build/custode}
+[ -x "$custode" ] || { echo "test-bundle-cli: $custode not built" >&2; exit 1; }
+work=$(mktemp -d /tmp/custode-bundle-cli.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+umask 022
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect CODE [REASON] -- custode ARGS...: exit status CODE, and REASON in stderr when given
+expect() {
+	want=$1
+	shift
+	reason=
+	if [ "$1" != -- ]; then
+		reason=$1
+		shift
+	fi
+	shift
+	set +e
+	"$custode" "$@" >out 2>err
+	code=$?
+	set -e
+	if [ $code != "$want" ]; then
+		bad "custode $* -> exit $code, want $want: $(head -c 400 err)"
+	elif [ -n "$reason" ] && ! grep -q "refused: $reason:" err; then
+		bad "custode $* -> exit $code but not $reason: $(head -c 400 err)"
+	else
+		ok
+	fi
+}
+check() { # check DESCRIPTION COMMAND...: the command succeeds
+	what=$1
+	shift
+	if "$@"; then ok; else bad "$what"; fi
+}
+mode_of() { stat -c %a "$1"; }
+
+policy=$root/policies/read.json
+cat >doc.json <<'EOF'
+{"schema":"custode.policy/v1","name":"cli/test","version":3,
+ "content":{"mode":"enforce","filesystem":[{"path":"/usr","allow":["read","exec"]}]}}
+EOF
+
+# ---- help and usage ----
+expect 0 -- bundle --help
+expect 2 -- bundle
+expect 2 -- bundle frobnicate
+for verb in keygen sign verify inspect; do
+	expect 0 -- bundle $verb --help
+	check "$verb --help prints usage" grep -q "usage: custode bundle $verb" out
+	expect 2 -- bundle $verb --no-such-option
+done
+check "custode --help lists bundle" sh -c "'$custode' --help | grep -q '^  bundle'"
+
+# ---- keygen ----
+expect 0 -- bundle keygen --out ed
+check "private key mode 0600" [ "$(mode_of ed)" = 600 ]
+check "public key mode 0644" [ "$(mode_of ed.pub)" = 644 ]
+check "keygen prints the key id" grep -Eq '^key id [0-9a-f]{64}$' out
+check "key id is sha256 of the DER public key" sh -c \
+	"[ \"\$(sed -n 's/^key id //p' out)\" = \"\$(openssl pkey -pubin -in ed.pub -outform DER | sha256sum | cut -d' ' -f1)\" ]"
+cp ed ed.before
+expect 1 bundle.key -- bundle keygen --out ed
+check "keygen never overwrites" cmp -s ed ed.before
+expect 0 -- bundle keygen --out p256 --p256
+check "P-256 key" sh -c "openssl pkey -in p256 -noout -text 2>/dev/null | grep -q 'prime256v1\|P-256'"
+expect 0 -- bundle keygen --out ed2
+expect 2 -- bundle keygen
+expect 2 -- bundle keygen --out x extra
+
+# ---- sign ----
+expect 2 -- bundle sign "$policy"                                  # no key
+expect 2 -- bundle sign --key ed "$policy"                         # read.json has no window: --valid-for
+check "sign says --valid-for is needed" grep -q -- --valid-for err
+expect 2 -- bundle sign --key ed --valid-for 30 "$policy"          # no unit
+expect 2 -- bundle sign --key ed --valid-for 0d "$policy"
+expect 2 -- bundle sign --key ed --valid-for 1d --version -1 "$policy"
+expect 2 -- bundle sign --key ed --valid-for 1d --not-before yesterday "$policy"
+expect 2 -- bundle sign --key ed --key ed2 --keyid x --valid-for 1d "$policy"
+expect 0 -- bundle sign --key ed --valid-for 30d "$policy"
+cp out read.dsse.json
+check "sign writes the envelope to stdout" grep -q '"payloadType":"application/vnd.custode.policy+json"' read.dsse.json
+expect 0 -- bundle sign --key ed --valid-for 12h --profile read --out profile.dsse.json
+check "--out writes the file" [ -s profile.dsse.json ]
+expect 2 -- bundle sign --key ed doc.json                            # no window in the document either
+expect 0 -- bundle sign --key ed --valid-for 1d --version 7 --keyid ops-2026 doc.json
+cp out v7.dsse.json
+check "--keyid is the hint" grep -q '"keyid":"ops-2026"' v7.dsse.json
+expect 0 -- bundle sign --key ed --valid-for 1d --version 5 doc.json
+cp out v5.dsse.json
+expect 0 -- bundle sign --key ed --valid-for 1d --version 8 - <doc.json
+cp out v8.dsse.json
+expect 0 -- bundle sign --key ed --key p256 --valid-for 1d --version 9 doc.json
+cp out two.dsse.json
+expect 0 -- bundle sign --key ed --not-before 2020-01-01T00:00:00Z --valid-for 1d doc.json
+cp out expired.dsse.json
+check "sign warns about an expired window" grep -q "already expired" err
+expect 0 -- bundle sign --key ed --not-before 2999-01-01T00:00:00Z --valid-for 1d doc.json
+cp out future.dsse.json
+expect 1 bundle.key -- bundle sign --key ed.pub --valid-for 1d doc.json
+expect 1 bundle.key -- bundle sign --key missing --valid-for 1d doc.json
+echo '{"schema":"custode.policy/v1","name":"cli/test","version":1,"content":{"mode":"strict"}}' >invalid.json
+expect 1 policy.invalid -- bundle sign --key ed --valid-for 1d invalid.json
+expect 1 policy.invalid -- bundle sign --key ed --valid-for 1d /nonexistent.json
+
+# --signer-cmd: custode hands the PAE to a command and never sees the key
+expect 0 -- bundle sign --signer-cmd "openssl dgst -sha256 -sign '$work/p256'" --pub p256.pub --valid-for 1d --version 11 doc.json
+cp out signer-p256.dsse.json
+expect 0 -- bundle sign --signer-cmd "t=\$(mktemp) && cat >\"\$t\" && openssl pkeyutl -sign -inkey '$work/ed' -rawin -in \"\$t\"; s=\$?; rm -f \"\$t\"; exit \$s" \
+	--pub ed.pub --valid-for 1d --version 12 doc.json
+cp out signer-ed.dsse.json
+expect 1 bundle.signer -- bundle sign --signer-cmd "cat >/dev/null; exit 4" --valid-for 1d doc.json
+expect 1 bundle.signer -- bundle sign --signer-cmd "openssl dgst -sha256 -sign '$work/p256'" --pub ed.pub --valid-for 1d doc.json
+expect 2 -- bundle sign --pub ed.pub --key ed --valid-for 1d doc.json
+
+# ---- verify ----
+state=$work/state
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" read.dsse.json
+check "verify names the policy" grep -q "bundle verified: builtin/read version 1" out
+check "floor raised" grep -q "floor     raised to 1" out
+check "state dir is private" [ "$(mode_of "$state")" = 700 ]
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --json v7.dsse.json
+check "--json output" grep -q '"verified":true,"name":"cli/test","version":7' out
+check "--json names the signer's key file" grep -q '"keyFile":"ed.pub"' out
+check "--json keyid hint" grep -q '"keyidHint":"ops-2026"' out
+expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$state" v5.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --no-update v8.dsse.json
+check "--no-update leaves the floor" grep -q '"version":7' "$state/cli%test.json"
+expect 0 -- bundle verify --trust ed.pub --no-state v5.dsse.json   # no floor consulted
+check "--no-state says so" grep -q "not checked (--no-state)" out
+expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$state" --no-update v5.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" v8.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" v8.dsse.json
+check "same version again: unchanged" grep -q "unchanged" out
+# same version, other content
+sed 's/"exec"/"write"/' doc.json >doc2.json
+expect 0 -- bundle sign --key ed --valid-for 1d --version 8 doc2.json
+cp out v8-other.dsse.json
+expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$state" v8-other.dsse.json
+expect 1 bundle.signature -- bundle verify --trust ed2.pub --no-state read.dsse.json
+expect 1 bundle.expired -- bundle verify --trust ed.pub --no-state expired.dsse.json
+expect 1 bundle.not_yet_valid -- bundle verify --trust ed.pub --no-state future.dsse.json
+expect 0 -- bundle verify --trust ed.pub --trust p256.pub --threshold 2 --no-state two.dsse.json
+expect 1 bundle.signature -- bundle verify --trust ed.pub --trust ed2.pub --threshold 2 --no-state two.dsse.json
+cp ed.pub ed-copy.pub
+expect 1 bundle.signature -- bundle verify --trust ed.pub --trust ed-copy.pub --threshold 2 --no-state v7.dsse.json
+expect 0 -- bundle verify --trust p256.pub --no-state signer-p256.dsse.json
+expect 0 -- bundle verify --trust ed.pub --no-state signer-ed.dsse.json
+expect 1 bundle.key -- bundle verify --trust ed --no-state v7.dsse.json     # a private key is not a trust anchor
+expect 1 bundle.malformed -- bundle verify --trust ed.pub --no-state /nonexistent.dsse.json
+# a tampered payload byte: the payload is JCS, so it starts '{"c' = "eyJj"; "fyJj" changes the first byte
+sed 's/"payload":"eyJj/"payload":"fyJj/' v7.dsse.json >tampered.dsse.json
+check "tampered" sh -c '! cmp -s v7.dsse.json tampered.dsse.json'
+expect 1 bundle.signature -- bundle verify --trust ed.pub --no-state tampered.dsse.json
+printf 'not json' >garbage.dsse.json
+expect 1 bundle.malformed -- bundle verify --trust ed.pub --no-state garbage.dsse.json
+head -c 5000000 /dev/zero >big.dsse.json
+expect 1 bundle.too_large -- bundle verify --trust ed.pub --no-state big.dsse.json
+# a corrupt floor is refused loudly and left as it is
+printf '{"broken' >"$state/cli%test.json"
+expect 1 bundle.state -- bundle verify --trust ed.pub --state-dir "$state" v8.dsse.json
+check "corrupt floor not reset" [ "$(cat "$state/cli%test.json")" = '{"broken' ]
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --json --no-update read.dsse.json
+expect 1 bundle.state -- bundle verify --trust ed.pub --state-dir "$state" --json v8.dsse.json
+check "--json refusal" grep -q '"verified":false,"reason":"bundle.state"' out
+# usage
+expect 2 -- bundle verify v7.dsse.json
+expect 2 -- bundle verify --trust ed.pub
+expect 2 -- bundle verify --trust ed.pub --threshold 0 v7.dsse.json
+expect 2 -- bundle verify --trust ed.pub --skew 301 v7.dsse.json
+expect 2 -- bundle verify --trust ed.pub --no-state --state-dir "$state" v7.dsse.json
+expect 0 -- bundle verify --trust ed.pub --skew 300 --no-state v7.dsse.json
+
+# ---- inspect ----
+expect 0 -- bundle inspect v7.dsse.json
+check "inspect says UNVERIFIED" grep -q "^UNVERIFIED" out
+check "inspect shows the digest check" grep -q "matches the content" out
+check "inspect shows the keyid" grep -q 'keyid "ops-2026"' out
+expect 0 -- bundle inspect --json expired.dsse.json
+check "inspect --json" grep -q '"verified":false' out
+check "inspect --json window" grep -q '"window":"expired"' out
+expect 0 -- bundle inspect tampered.dsse.json
+expect 1 bundle.malformed -- bundle inspect garbage.dsse.json
+expect 2 -- bundle inspect
+
+echo "test-bundle-cli: $pass passed, $fail failed"
+[ $fail = 0 ]
