@@ -55,6 +55,8 @@
 	X(RUN_WORKSPACE, 140, "run.workspace", "the workspace is not an accessible directory") \
 	X(RUN_SETUP_FAILED, 141, "run.setup_failed", "the run could not be set up") \
 	X(RUN_USAGE, 142, "run.usage", "invalid command line") \
+	X(RUN_ROOT_UNPROTECTED, 143, "run.root_unprotected", "a command running as root could remove the engine") \
+	X(RUN_USER, 144, "run.user", "the run's user or group is unknown or invalid") \
 	X(BUNDLE_MALFORMED, 150, "bundle.malformed", "the bundle is not a well-formed DSSE envelope") \
 	X(BUNDLE_TOO_LARGE, 151, "bundle.too_large", "the bundle exceeds the size or depth limit") \
 	X(BUNDLE_SIGNATURE, 152, "bundle.signature", "no valid signature by enough trusted keys") \

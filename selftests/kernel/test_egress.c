@@ -278,8 +278,13 @@ KTEST(egress_socket_types)
 	ASSERT_STREQ(outside(&r, ARGS("socket", "16", "3", "9")), "ok\n", "control: netlink audit");
 	ASSERT_STREQ(outside(&r, ARGS("socket", "2", "2", "1")), "ok\n", "control: ping socket");
 	ktest_events();
+	/* raw and packet sockets: refused twice over — no CAP_NET_RAW in a run, and the hooks */
 	in_run(&r, ARGS("--profile", "net-only"), ARGS("socket", "2", "3", "1"));
 	ASSERT_STREQ(r.out, "EPERM\n", "raw socket");
+	/* UDP-Lite needs no privilege: only custode's sock_create hook refuses it */
+	ASSERT_STREQ(outside(&r, ARGS("socket", "2", "2", "136")), "ok\n", "control: UDP-Lite");
+	in_run(&r, ARGS("--profile", "net-only"), ARGS("socket", "2", "2", "136"));
+	ASSERT_STREQ(r.out, "EPERM\n", "UDP-Lite");
 	in_run(&r, ARGS("--profile", "net-only"), ARGS("socket", "10", "3", "58"));
 	ASSERT_STREQ(r.out, "EPERM\n", "raw ICMPv6 socket");
 	in_run(&r, ARGS("--profile", "net-only"), ARGS("socket", "2", "2", "1"));

@@ -2,6 +2,7 @@
 /* lsm/file_open under the built-in `read` profile: each case with its control outside any run. */
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "ktest.h"
 
@@ -117,11 +118,21 @@ KTEST(file_system_dirs_readable_secrets_denied)
 	ASSERT_STREQ(r.out, "ok\n", "control: root reads /etc/shadow outside a run");
 	probe_in_run(d.ws, false, "/etc/shadow", "r", &r);
 	ASSERT_STREQ(r.out, "EACCES\n", "/etc/shadow denied");
+	/* a secret readable by everyone as far as file modes go: only the policy stands in the way */
+	mkdir("/etc/ssh", 0755);
+	ASSERT_TRUE(ktest_write_file("/etc/ssh/custode_test_host_key", "secret\n", 0644), "world-readable secret");
+	chmod("/etc/ssh/custode_test_host_key", 0644);
+	probe_outside("/etc/ssh/custode_test_host_key", "r", &r);
+	ASSERT_STREQ(r.out, "ok\n", "control: readable outside a run");
+	probe_in_run(d.ws, false, "/etc/ssh/custode_test_host_key", "r", &r);
+	ASSERT_STREQ(r.out, "EACCES\n", "/etc/ssh denied by policy");
 	probe_in_run(d.ws, false, "/dev/null", "rw", &r);
 	ASSERT_STREQ(r.out, "ok\n", "/dev/null usable");
 	events = ktest_events();
-	ASSERT_TRUE(ktest_find_event(events, "file_open", "file.read.denied", "/etc/shadow") != NULL, "shadow event");
+	ASSERT_TRUE(ktest_find_event(events, "file_open", "file.read.denied", "/etc/ssh/custode_test_host_key") != NULL,
+		    "policy denial event");
 	json_decref(events);
+	unlink("/etc/ssh/custode_test_host_key");
 }
 
 KTEST(file_tmp_writable)

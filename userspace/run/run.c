@@ -25,6 +25,7 @@
 #include "policy/profiles.h"
 #include "run/run.h"
 #include "run/seccomp.h"
+#include "run/user.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
 
@@ -46,6 +47,7 @@ struct run_opts {
 	size_t n_allows;
 	bool profile_set;
 	const char *workspace;
+	const char *user;
 	long timeout_sec;
 	bool audit;
 	char **argv;
@@ -72,6 +74,10 @@ static void usage(FILE *f)
 		   "                    IPv6 as [ADDR]:PORT; repeatable; needs a network section\n"
 		   "  --workspace DIR   the run's ${workspace} (default: the current directory);\n"
 		   "                    CMD starts there\n"
+		   "  --user USER[:GROUP]\n"
+		   "                    run CMD as USER (name or uid); default: the sudo caller\n"
+		   "                    (SUDO_UID), else the caller, and `nobody` for root. Never\n"
+		   "                    root. CMD starts with no_new_privs and no capabilities\n"
 		   "  --timeout SEC     kill the whole run after SEC seconds (exit 124)\n"
 		   "  --audit           report decisions without denying (events say enforced=false)\n"
 		   "  --help            this text\n"
@@ -153,6 +159,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		{"help", no_argument, NULL, 'h'},
 		/* contract options of later issues, refused until implemented */
 		{"policy", required_argument, NULL, 'P'}, {"allow", required_argument, NULL, 'A'},
+		{"user", required_argument, NULL, 'U'},
 		{"bundle", required_argument, NULL, 'B'}, {"trust", required_argument, NULL, 'T'},
 		{"receipt", required_argument, NULL, 'R'},
 		{0}};
@@ -189,6 +196,9 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			return 1;
 		case 'P':
 			o->policy_file = optarg;
+			break;
+		case 'U':
+			o->user = optarg;
 			break;
 		case 'A': {
 			struct custode_refusal why;
@@ -332,6 +342,7 @@ struct launch {
 	struct custode_fs_ruleset rules;
 	struct custode_net_ruleset net;
 	struct custode_runstate st;
+	struct custode_run_user user;
 	bool registered, rules_added, cgroup_made;
 	int lock_fd;
 };
@@ -383,6 +394,8 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 		l->st.tmp[0] = 0;
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "mkdir tmp: %s", strerror(errno));
 	}
+	if (chown(l->st.tmp, l->user.uid, l->user.gid) < 0)
+		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "chown tmp: %s", strerror(errno));
 	snprintf(l->st.cgroup, sizeof(l->st.cgroup), "%s/run-%s", l->e.cg_root, hex);
 	if ((err = custode_runstate_write(&l->st)))
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "state file: %s", strerror(-err));
@@ -443,6 +456,10 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 	signal(SIGPIPE, SIG_DFL);
 	if (chdir(l->st.workspace) < 0)
 		goto fail;
+	if ((e = custode_run_user_enter(&l->user)) < 0) {
+		errno = -e;
+		goto fail;
+	}
 	if (l->policy->has_network && (e = custode_seccomp_sockets()) < 0) {
 		errno = -e;
 		goto fail;
@@ -493,6 +510,8 @@ int custode_cmd_run(int argc, char **argv)
 		return err > 0 ? 0 : EXIT_REFUSED;
 	memset(&l, 0, sizeof(l));
 	l.lock_fd = -1;
+	if ((err = custode_run_user_resolve(o.user, &l.user, &why)))
+		return refuse(&why);
 	if ((err = load_policy(&o, &l.policy, &why)))
 		return refuse(&why);
 	if ((err = custode_host_prepare(&l.e, &why)))
