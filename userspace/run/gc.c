@@ -76,7 +76,7 @@ static int reap_state_files(struct custode_engine *e, bool json)
 			close(fd);
 			continue;
 		}
-		err = custode_run_reap(e, &st, NULL, NULL, NULL);
+		err = custode_run_reap(e, &st, NULL, NULL, NULL, NULL);
 		report(json, hex, "reaped orphaned run", err);
 		failed |= err != 0;
 		close(fd);
@@ -113,7 +113,7 @@ static int reap_cgroups(struct custode_engine *e, bool json)
 			continue;
 		if (custode_engine_get_run(e, st.cgroup_id, &run) == 0)
 			st.ruleset = run.ruleset;
-		err = custode_run_reap(e, &st, NULL, NULL, NULL);
+		err = custode_run_reap(e, &st, NULL, NULL, NULL, NULL);
 		report(json, de->d_name + 4, "reaped run without state", err);
 		failed |= err != 0;
 	}

@@ -24,6 +24,8 @@
 #include "cgroup/cgroup.h"
 #include "policy/profiles.h"
 #include "run/run.h"
+#include "bundle/jcs.h"
+#include "run/receipt.h"
 #include "run/seccomp.h"
 #include "run/user.h"
 #include "util/fsutil.h"
@@ -48,6 +50,7 @@ struct run_opts {
 	bool profile_set;
 	const char *workspace;
 	const char *user;
+	const char *receipt;
 	long timeout_sec;
 	bool audit;
 	char **argv;
@@ -78,6 +81,8 @@ static void usage(FILE *f)
 		   "                    run CMD as USER (name or uid); default: the sudo caller\n"
 		   "                    (SUDO_UID), else the caller, and `nobody` for root. Never\n"
 		   "                    root. CMD starts with no_new_privs and no capabilities\n"
+		   "  --receipt FILE    write the run's receipt (JSON, docs/receipts.md) to FILE\n"
+		   "                    atomically at the end; `-` for stdout\n"
 		   "  --timeout SEC     kill the whole run after SEC seconds (exit 124)\n"
 		   "  --audit           report decisions without denying (events say enforced=false)\n"
 		   "  --help            this text\n"
@@ -113,11 +118,30 @@ void custode_denial_summary(const struct custode_counters *c, char *out, size_t 
 	}
 }
 
+static int64_t read_peak(const char *cgroup, const char *file)
+{
+	char path[PATH_MAX], *text = NULL, *end;
+	long long v;
+
+	snprintf(path, sizeof(path), "%s/%s", cgroup, file);
+	if (custode_read_file(path, 64, &text, NULL) < 0)
+		return -1;
+	v = strtoll(text, &end, 10);
+	if (end == text || v < 0)
+		v = -1;
+	free(text);
+	return v;
+}
+
 int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st, const struct custode_fs_ruleset *rs,
-		     const struct custode_net_ruleset *net, struct custode_counters *counters)
+		     const struct custode_net_ruleset *net, struct custode_counters *counters,
+		     struct custode_run_peaks *peaks)
 {
 	struct custode_run run;
 	int err;
+
+	if (peaks)
+		peaks->memory = peaks->pids = -1;
 
 	/* From here on every hook denies for this run, so nothing races the kill. */
 	if (custode_engine_get_run(e, st->cgroup_id, &run) == 0) {
@@ -129,6 +153,10 @@ int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st
 		err = custode_cgroup_wait_empty(st->cgroup, 10000);
 		if (err == -ETIMEDOUT)
 			return err; /* still registered and cancelled: confined */
+		if (peaks) {
+			peaks->memory = read_peak(st->cgroup, "memory.peak");
+			peaks->pids = read_peak(st->cgroup, "pids.peak");
+		}
 		err = custode_cgroup_remove(st->cgroup);
 		if (err && access(st->cgroup, F_OK) == 0)
 			return err;
@@ -225,9 +253,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			o->trust[o->n_trust++] = optarg;
 			break;
 		case 'R':
-			fprintf(stderr, "custode: run: refused: %s: --receipt is not supported by this custode yet\n",
-				custode_reason_name(CUSTODE_REASON_RUN_USAGE));
-			return -1;
+			o->receipt = optarg;
+			break;
 		default:
 			usage(stderr);
 			return -1;
@@ -241,6 +268,21 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		fprintf(stderr, "custode: run: refused: run.usage: --bundle needs --trust KEY (and --trust needs --bundle)\n");
 		return -1;
 	}
+	if (o->receipt && strcmp(o->receipt, "-") != 0) {
+		char dir[PATH_MAX], *slash;
+
+		snprintf(dir, sizeof(dir), "%s", o->receipt);
+		slash = strrchr(dir, '/');
+		if (slash)
+			*(slash == dir ? slash + 1 : slash) = 0;
+		else
+			snprintf(dir, sizeof(dir), ".");
+		if (access(dir, W_OK) < 0) {
+			fprintf(stderr, "custode: run: refused: run.usage: --receipt %s: directory %s: %s\n", o->receipt,
+				dir, strerror(errno));
+			return -1;
+		}
+	}
 	if (optind >= argc) {
 		fprintf(stderr, "custode: run: no command given\n");
 		usage(stderr);
@@ -249,6 +291,20 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	o->argv = argv + optind;
 	return 0;
 }
+
+struct launch {
+	struct custode_engine e;
+	struct custode_policy *policy;
+	struct custode_fs_ruleset rules;
+	struct custode_net_ruleset net;
+	struct custode_runstate st;
+	struct custode_run_user user;
+	const char *policy_source, *policy_ref;
+	char policy_digest[80];
+	json_t *bundle_json;
+	bool registered, rules_added, cgroup_made;
+	int lock_fd;
+};
 
 /* A local policy file is trusted like a built-in only if nobody but root could have written it. */
 static int read_policy_file(const char *path, char **text, size_t *len, struct custode_refusal *why)
@@ -274,9 +330,21 @@ static int read_policy_file(const char *path, char **text, size_t *len, struct c
 	return 0;
 }
 
-static int load_policy(const struct run_opts *o, struct custode_policy **out, struct custode_refusal *why)
+/* sha256 of the JCS form of the document's content (what contentDigest means), for the receipt. */
+static void content_digest(const char *text, size_t len, char out[80])
+{
+	json_t *doc = json_loadb(text, len, 0, NULL);
+
+	out[0] = 0;
+	if (doc && custode_jcs_sha256(json_object_get(doc, "content"), out, NULL, 0) < 0)
+		out[0] = 0;
+	json_decref(doc);
+}
+
+static int load_policy(const struct run_opts *o, struct launch *l, struct custode_refusal *why)
 {
 	struct custode_policy *p = NULL;
+	struct custode_policy **out = &l->policy;
 	int err;
 
 	if (o->bundle) {
@@ -293,6 +361,17 @@ static int load_policy(const struct run_opts *o, struct custode_policy **out, st
 		custode_trust_free(trust);
 		if (err)
 			return err < 0 ? err : -EINVAL;
+		l->policy_source = "bundle";
+		l->policy_ref = o->bundle;
+		snprintf(l->policy_digest, sizeof(l->policy_digest), "%s", info.digest);
+		{
+			json_t *signers = json_array();
+			for (size_t i = 0; i < info.n_signers; i++)
+				json_array_append_new(signers, json_string(info.signers[i].key_id));
+			l->bundle_json = json_pack("{s:s, s:I, s:I, s:o}", "payload_sha256", info.payload_sha256,
+						   "not_before", (json_int_t)info.not_before, "not_after",
+						   (json_int_t)info.not_after, "signers", signers);
+		}
 	} else if (o->policy_file) {
 		char *text = NULL;
 		size_t len = 0;
@@ -300,7 +379,11 @@ static int load_policy(const struct run_opts *o, struct custode_policy **out, st
 		if ((err = read_policy_file(o->policy_file, &text, &len, why)))
 			return err;
 		err = custode_policy_parse(text, len, &p, why);
+		if (!err)
+			content_digest(text, len, l->policy_digest);
 		free(text);
+		l->policy_source = "file";
+		l->policy_ref = o->policy_file;
 	} else {
 		const struct custode_builtin_profile *bp = custode_profile_find(o->profile);
 
@@ -308,6 +391,10 @@ static int load_policy(const struct run_opts *o, struct custode_policy **out, st
 			return custode_refuse(why, ENOENT, CUSTODE_REASON_POLICY_UNKNOWN_PROFILE,
 					      "no built-in profile named '%s' (see `custode profiles`)", o->profile);
 		err = custode_policy_parse(bp->text, bp->len, &p, why);
+		if (!err)
+			content_digest(bp->text, bp->len, l->policy_digest);
+		l->policy_source = "profile";
+		l->policy_ref = bp->name;
 	}
 	if (err)
 		return err;
@@ -336,16 +423,6 @@ static int exit_status(int status)
 	return EXIT_REFUSED;
 }
 
-struct launch {
-	struct custode_engine e;
-	struct custode_policy *policy;
-	struct custode_fs_ruleset rules;
-	struct custode_net_ruleset net;
-	struct custode_runstate st;
-	struct custode_run_user user;
-	bool registered, rules_added, cgroup_made;
-	int lock_fd;
-};
 
 /* Undo a partial setup (no process has run in the cgroup yet). */
 static void setup_undo(struct launch *l)
@@ -502,6 +579,9 @@ int custode_cmd_run(int argc, char **argv)
 	pid_t child;
 	bool child_done = false;
 	int cancel_code = -1;
+	const char *cancelled = NULL;
+	struct custode_run_peaks peaks = {-1, -1};
+	struct timespec t_start, t_end;
 	long long deadline = 0;
 	char summary[1024], hex[17];
 
@@ -512,7 +592,7 @@ int custode_cmd_run(int argc, char **argv)
 	l.lock_fd = -1;
 	if ((err = custode_run_user_resolve(o.user, &l.user, &why)))
 		return refuse(&why);
-	if ((err = load_policy(&o, &l.policy, &why)))
+	if ((err = load_policy(&o, &l, &why)))
 		return refuse(&why);
 	if ((err = custode_host_prepare(&l.e, &why)))
 		goto refused;
@@ -538,6 +618,7 @@ int custode_cmd_run(int argc, char **argv)
 		goto refused;
 	}
 	fflush(NULL);
+	clock_gettime(CLOCK_REALTIME, &t_start);
 	child = spawn_into(cgfd, &o, &l, &old, errpipe);
 	if (child < 0) {
 		custode_refuse(&why, errno, CUSTODE_REASON_CGROUP_FAILED, "clone3 into %s: %s", l.st.cgroup,
@@ -568,6 +649,7 @@ int custode_cmd_run(int argc, char **argv)
 			now = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 			if (now >= deadline && cancel_code < 0) {
 				cancel_code = EXIT_TIMEOUT;
+				cancelled = "timeout";
 				fprintf(stderr, "custode: run: timeout after %ld s: killing the run\n", o.timeout_sec);
 				custode_cgroup_kill(l.st.cgroup);
 				deadline = 0;
@@ -588,6 +670,7 @@ int custode_cmd_run(int argc, char **argv)
 		}
 		if (cancel_code < 0) {
 			cancel_code = 128 + (int)si.ssi_signo;
+			cancelled = "signal";
 			fprintf(stderr, "custode: run: %s: killing the run\n", strsignal((int)si.ssi_signo));
 			custode_cgroup_kill(l.st.cgroup);
 		}
@@ -595,7 +678,8 @@ int custode_cmd_run(int argc, char **argv)
 
 	code = cancel_code >= 0 ? cancel_code : exit_status(status);
 	memset(&counters, 0, sizeof(counters));
-	err = custode_run_reap(&l.e, &l.st, &l.rules, &l.net, &counters);
+	err = custode_run_reap(&l.e, &l.st, &l.rules, &l.net, &counters, &peaks);
+	clock_gettime(CLOCK_REALTIME, &t_end);
 	custode_run_id_format(l.st.run_id, hex);
 	if (err)
 		fprintf(stderr,
@@ -608,15 +692,48 @@ int custode_cmd_run(int argc, char **argv)
 	if (strncmp(summary, "0 denials", 9) != 0)
 		fprintf(stderr, "custode: run %s: %s%s\n", hex, summary,
 			(o.audit || l.policy->audit) ? " (audit: nothing was denied)" : "");
+	if (o.receipt) {
+		struct custode_receipt rc = {
+			.st = &l.st,
+			.policy = l.policy,
+			.policy_source = l.policy_source,
+			.policy_ref = l.policy_ref,
+			.policy_digest = l.policy_digest[0] ? l.policy_digest : NULL,
+			.bundle = l.bundle_json,
+			.user = &l.user,
+			.argv = o.argv,
+			.audit = o.audit || l.policy->audit,
+			.egress_keys = l.net.n,
+			.private_grants = l.net.n_priv,
+			.counters = &counters,
+			.exit_code = code,
+			.wait_status = status,
+			.cancelled = cancelled,
+			.reaped = err == 0,
+			.started_ns = t_start.tv_sec * 1000000000LL + t_start.tv_nsec,
+			.ended_ns = t_end.tv_sec * 1000000000LL + t_end.tv_nsec,
+			.memory_peak = peaks.memory,
+			.pids_peak = peaks.pids,
+		};
+		json_t *j = custode_receipt_json(&rc);
+		int werr = j ? custode_receipt_write(o.receipt, j) : -ENOMEM;
+
+		if (werr)
+			fprintf(stderr, "custode: run %s: cannot write the receipt to %s: %s\n", hex, o.receipt,
+				strerror(-werr));
+		json_decref(j);
+	}
 	close(sfd);
 	close(l.lock_fd);
 	custode_fs_ruleset_free(&l.rules);
 	custode_net_ruleset_free(&l.net);
 	custode_policy_free(l.policy);
+	json_decref(l.bundle_json);
 	custode_engine_close(&l.e);
 	return code;
 
 refused:
+	json_decref(l.bundle_json);
 	if (l.lock_fd >= 0)
 		close(l.lock_fd);
 	custode_fs_ruleset_free(&l.rules);

@@ -15,8 +15,14 @@
  * does not empty, the run stays registered and cancelled (still confined)
  * and -ETIMEDOUT is returned. counters (optional) receives the final counts.
  */
+struct custode_run_peaks {
+	int64_t memory; /* memory.peak in bytes, -1 if unavailable */
+	int64_t pids;   /* pids.peak, -1 if unavailable */
+};
+
 int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st, const struct custode_fs_ruleset *rs,
-		     const struct custode_net_ruleset *net, struct custode_counters *counters);
+		     const struct custode_net_ruleset *net, struct custode_counters *counters,
+		     struct custode_run_peaks *peaks);
 
 /* "2 denials: file.read.denied=1, file.write.denied=1"; "0 denials" */
 void custode_denial_summary(const struct custode_counters *c, char *out, size_t len);

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The receipt of a run (docs/receipts.md): what ran, under which policy,
+ * what was enforced and by which mechanism, what was not and why, the exact
+ * denial counts, and how it ended.
+ */
+#ifndef CUSTODE_RUN_RECEIPT_H
+#define CUSTODE_RUN_RECEIPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "custode/abi.h"
+#include "policy/policy.h"
+#include "run/runstate.h"
+#include "run/user.h"
+
+#define CUSTODE_RECEIPT_VERSION 1
+
+struct custode_receipt {
+	const struct custode_runstate *st;
+	const struct custode_policy *policy;
+	const char *policy_source;  /* "profile", "file", "bundle" */
+	const char *policy_ref;     /* profile name, file path or bundle path */
+	const char *policy_digest;  /* "sha256:..." over the JCS form of content, or NULL */
+	const json_t *bundle;       /* bundle details (signers, validity), or NULL */
+	const struct custode_run_user *user;
+	char *const *argv;
+	bool audit;
+	size_t egress_keys, private_grants;
+	const struct custode_counters *counters;
+	int exit_code;              /* what custode run exits with */
+	int wait_status;            /* raw waitpid status of the command, -1 if unknown */
+	const char *cancelled;      /* "timeout", "signal", or NULL */
+	bool reaped;                /* the cgroup emptied and was removed */
+	int64_t started_ns, ended_ns; /* CLOCK_REALTIME */
+	int64_t memory_peak, pids_peak; /* -1: not available */
+};
+
+json_t *custode_receipt_json(const struct custode_receipt *r);
+/* Write to path atomically, or to stdout for "-". */
+int custode_receipt_write(const char *path, const json_t *receipt);
+
+#endif
