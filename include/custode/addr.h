@@ -64,6 +64,40 @@ CUSTODE_ADDR_INLINE int custode_addr_worse(int cur, int next)
 	return cur != CUSTODE_ADDR_ORDINARY ? cur : next;
 }
 
+/*
+ * How telling a class is as the reason for a denial, when one address has
+ * several readings: metadata first, 0.0.0.0/8 (often an artefact of zero
+ * bytes) last.
+ */
+CUSTODE_ADDR_INLINE int custode_addr_rank(int cls)
+{
+	switch (cls) {
+	case CUSTODE_ADDR_METADATA:
+		return 8;
+	case CUSTODE_ADDR_LOOPBACK:
+		return 7;
+	case CUSTODE_ADDR_LINK_LOCAL:
+		return 6;
+	case CUSTODE_ADDR_PRIVATE:
+		return 5;
+	case CUSTODE_ADDR_MULTICAST:
+		return 4;
+	case CUSTODE_ADDR_BROADCAST:
+		return 3;
+	case CUSTODE_ADDR_RESERVED:
+		return 2;
+	case CUSTODE_ADDR_UNSPECIFIED:
+		return 1;
+	}
+	return 0;
+}
+
+/* Of two readings of one address, the one to report (any special one beats ordinary). */
+CUSTODE_ADDR_INLINE int custode_addr_worse_ranked(int cur, int next)
+{
+	return custode_addr_rank(next) > custode_addr_rank(cur) ? next : cur;
+}
+
 /* Class of a 16-byte address, embedded IPv4 addresses included. */
 CUSTODE_ADDR_INLINE int custode_addr_classify(const __u8 *p)
 {
@@ -88,12 +122,27 @@ CUSTODE_ADDR_INLINE int custode_addr_classify(const __u8 *p)
 	if (p[0] == 0x00 && p[1] == 0x64 && p[2] == 0xff && p[3] == 0x9b) {
 		if (!(p[4] | p[5] | p[6] | p[7] | p[8] | p[9] | p[10] | p[11]))
 			return CUSTODE_ADDR_V4_AT(p, 12, 13, 14, 15);
-		/* 64:ff9b:1::/48, local-use NAT64: the IPv4 may sit at any RFC 6052 offset */
+		/*
+		 * 64:ff9b:1::/48, local-use NAT64: the translator's prefix length
+		 * (48, 56, 64 or 96) decides where the IPv4 sits (RFC 6052 2.2), and
+		 * custode can't know it. Every layout the address allows (u-octet and
+		 * suffix zero) is decoded and the worst class wins, 0.0.0.0/8
+		 * included: the address is ordinary only if no reading of it is
+		 * special. Destinations that lose to this ambiguity are granted as
+		 * literals (network.private, --allow).
+		 */
 		if (p[4] == 0x00 && p[5] == 0x01) {
-			cls = CUSTODE_ADDR_V4_AT(p, 6, 7, 9, 10);                        /* /48 */
-			cls = custode_addr_worse(cls, CUSTODE_ADDR_V4_AT(p, 7, 9, 10, 11)); /* /56 */
-			cls = custode_addr_worse(cls, CUSTODE_ADDR_V4_AT(p, 9, 10, 11, 12)); /* /64 */
-			return custode_addr_worse(cls, CUSTODE_ADDR_V4_AT(p, 12, 13, 14, 15)); /* /96 */
+			if (p[8])
+				return CUSTODE_ADDR_RESERVED; /* the u-octet is zero in every layout */
+			/* the most telling special reading names the reason (custode_addr_rank) */
+			cls = CUSTODE_ADDR_V4_AT(p, 12, 13, 14, 15); /* /96: always possible */
+			if (!(p[13] | p[14] | p[15]))
+				cls = custode_addr_worse_ranked(cls, CUSTODE_ADDR_V4_AT(p, 9, 10, 11, 12)); /* /64 */
+			if (!(p[12] | p[13] | p[14] | p[15]))
+				cls = custode_addr_worse_ranked(cls, CUSTODE_ADDR_V4_AT(p, 7, 9, 10, 11)); /* /56 */
+			if (!(p[11] | p[12] | p[13] | p[14] | p[15]))
+				cls = custode_addr_worse_ranked(cls, CUSTODE_ADDR_V4_AT(p, 6, 7, 9, 10)); /* /48 */
+			return cls;
 		}
 	}
 	/* 6to4 2002:V4::/48 */

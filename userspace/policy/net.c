@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +31,14 @@ const char *custode_addr_format(const uint8_t addr[16], char *buf, size_t len)
 {
 	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
+	const char *ok;
+
 	if (memcmp(addr, mapped, 12) == 0)
-		inet_ntop(AF_INET, addr + 12, buf, (socklen_t)len);
+		ok = inet_ntop(AF_INET, addr + 12, buf, (socklen_t)len);
 	else
-		inet_ntop(AF_INET6, addr, buf, (socklen_t)len);
+		ok = inet_ntop(AF_INET6, addr, buf, (socklen_t)len);
+	if (!ok && len)
+		buf[0] = 0;
 	return buf;
 }
 
@@ -67,6 +72,8 @@ int custode_allow_parse(const char *s, struct custode_allow *out, struct custode
 		host[hlen] = 0;
 		port_s = colon + 1;
 	}
+	if (host[0] == 0)
+		goto bad;
 	a.proto = CUSTODE_PROTO_TCP;
 	slash = strchr(port_s, '/');
 	if (slash) {
@@ -75,16 +82,30 @@ int custode_allow_parse(const char *s, struct custode_allow *out, struct custode
 		else if (strcmp(slash + 1, "tcp"))
 			goto bad;
 	}
+	if (*port_s < '0' || *port_s > '9')
+		goto bad; /* digits only: no sign, no space */
 	errno = 0;
 	port = strtol(port_s, &end, 10);
 	if (errno || end == port_s || (*end && *end != '/') || port < 1 || port > 65535)
 		goto bad;
 	a.port = (uint16_t)port;
-	if (custode_addr_parse(host, a.addr) < 0)
+	if (custode_addr_parse(host, a.addr) < 0) {
+		/* something shaped like a host name (letters, digits, '-', '.', at least one letter) */
+		bool name = s[0] != '[' && host[0] != '.' && host[0] != '-', letter = false;
+
+		for (const char *c = host; name && *c; c++) {
+			bool alpha = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z');
+			letter |= alpha;
+			name = alpha || (*c >= '0' && *c <= '9') || *c == '-' || *c == '.';
+		}
+		name = name && letter;
+		if (!name)
+			goto bad;
 		return custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
 				      "--allow %s: host names need custode's resolver, which this custode lacks; "
 				      "give an address",
 				      s);
+	}
 	*out = a;
 	return 0;
 bad:
@@ -97,8 +118,8 @@ static int add_key(struct custode_net_ruleset *rs, size_t *cap, uint32_t ruleset
 {
 	struct custode_net_key *k;
 
-	/* the same (proto, port, prefix) twice: keep one, literal wins */
-	if (rs->n >= CUSTODE_MAX_NET_KEYS_PER_RUN)
+	/* bounded before deduplication too, so a huge policy can't make us allocate without end */
+	if (rs->n >= 4 * (size_t)CUSTODE_MAX_NET_KEYS_PER_RUN)
 		return -E2BIG;
 	if (rs->n == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 64;
@@ -122,6 +143,16 @@ static int add_key(struct custode_net_ruleset *rs, size_t *cap, uint32_t ruleset
 	rs->vals[rs->n].flags = flags;
 	rs->n++;
 	return 0;
+}
+
+struct net_pair {
+	struct custode_net_key key;
+	struct custode_net_rule val;
+};
+
+static int cmp_pair(const void *a, const void *b)
+{
+	return memcmp(&((const struct net_pair *)a)->key, &((const struct net_pair *)b)->key, sizeof(struct custode_net_key));
 }
 
 int custode_policy_compile_net(const struct custode_policy *p, const struct custode_allow *allows, size_t n_allows,
@@ -153,6 +184,38 @@ int custode_policy_compile_net(const struct custode_policy *p, const struct cust
 			      CUSTODE_NET_RULE_LITERAL);
 		if (err)
 			goto toolarge;
+	}
+	/* The same key twice (a repeated port, a --allow equal to a /32 rule): keep one, literal wins. */
+	if (rs.n) {
+		struct net_pair *pairs = calloc(rs.n, sizeof(*pairs));
+		size_t w = 0;
+
+		if (!pairs) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		for (size_t i = 0; i < rs.n; i++) {
+			pairs[i].key = rs.keys[i];
+			pairs[i].val = rs.vals[i];
+		}
+		qsort(pairs, rs.n, sizeof(*pairs), cmp_pair);
+		for (size_t i = 0; i < rs.n; i++) {
+			if (w && !memcmp(&pairs[w - 1].key, &pairs[i].key, sizeof(pairs[i].key))) {
+				pairs[w - 1].val.flags |= pairs[i].val.flags;
+				continue;
+			}
+			pairs[w++] = pairs[i];
+		}
+		for (size_t i = 0; i < w; i++) {
+			rs.keys[i] = pairs[i].key;
+			rs.vals[i] = pairs[i].val;
+		}
+		rs.n = w;
+		free(pairs);
+		if (rs.n > CUSTODE_MAX_NET_KEYS_PER_RUN) {
+			err = -E2BIG;
+			goto toolarge;
+		}
 	}
 	if (p->n_private) {
 		rs.priv = calloc(p->n_private, sizeof(*rs.priv));

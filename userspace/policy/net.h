@@ -13,7 +13,7 @@
 #include "custode/abi.h"
 #include "policy/policy.h"
 
-/* Most egress keys (rule × port) and private grants one run may install. */
+/* Most distinct egress keys (rule × port, after merging duplicates) one run may install. */
 #define CUSTODE_MAX_NET_KEYS_PER_RUN 131072
 
 /* An operator's --allow ADDR:PORT[/tcp|/udp]: a literal grant, private or not. */
