@@ -22,7 +22,41 @@
 	X(SENDMSG6, 5, "sendmsg6")    \
 	X(SOCK_CREATE, 6, "sock_create") \
 	X(BIND4, 7, "bind4")          \
-	X(BIND6, 8, "bind6")
+	X(BIND6, 8, "bind6")          \
+	X(BPRM_CHECK, 9, "bprm_check_security") \
+	X(PATH_UNLINK, 10, "path_unlink") \
+	X(PATH_RMDIR, 11, "path_rmdir") \
+	X(PATH_MKDIR, 12, "path_mkdir") \
+	X(PATH_MKNOD, 13, "path_mknod") \
+	X(PATH_SYMLINK, 14, "path_symlink") \
+	X(PATH_LINK, 15, "path_link") \
+	X(PATH_RENAME, 16, "path_rename") \
+	X(PATH_TRUNCATE, 17, "path_truncate") \
+	X(PATH_CHMOD, 18, "path_chmod") \
+	X(PATH_CHOWN, 19, "path_chown") \
+	X(INODE_SETXATTR, 20, "inode_setxattr") \
+	X(INODE_SETATTR, 21, "inode_setattr") \
+	X(MMAP_FILE, 22, "mmap_file") \
+	X(FILE_MPROTECT, 23, "file_mprotect") \
+	X(SB_MOUNT, 24, "sb_mount") \
+	X(UNIX_STREAM_CONNECT, 25, "unix_stream_connect") \
+	X(UNIX_MAY_SEND, 26, "unix_may_send") \
+	X(SOCKET_CONNECT, 27, "socket_connect") \
+	X(SB_UMOUNT, 28, "sb_umount") \
+	X(SB_PIVOTROOT, 29, "sb_pivotroot") \
+	X(PTRACE_ACCESS_CHECK, 30, "ptrace_access_check") \
+	X(PTRACE_TRACEME, 31, "ptrace_traceme") \
+	X(TASK_KILL, 32, "task_kill") \
+	X(FILE_SEND_SIGIOTASK, 33, "file_send_sigiotask") \
+	X(BPF, 34, "bpf") \
+	X(BPF_MAP, 35, "bpf_map") \
+	X(BPF_PROG, 36, "bpf_prog") \
+	X(KEY_ALLOC, 37, "key_alloc") \
+	X(PERF_EVENT_OPEN, 38, "perf_event_open") \
+	X(KERNEL_MODULE, 39, "kernel_module") \
+	X(TASK_ALLOC, 40, "task_alloc") \
+	X(MOVE_MOUNT, 41, "move_mount") \
+	X(RESOLVER, 50, "resolver")
 
 enum custode_hook {
 #define CUSTODE_X_HOOK(sym, num, name) CUSTODE_HOOK_##sym = num,
@@ -39,6 +73,7 @@ enum custode_object_kind {
 	CUSTODE_OBJECT_NONE = 0,
 	CUSTODE_OBJECT_FILE = 1,
 	CUSTODE_OBJECT_NET = 2,
+	CUSTODE_OBJECT_TASK = 3,
 };
 
 struct custode_event_file {
@@ -56,6 +91,15 @@ struct custode_event_net {
 	__u16 sock_type; /* SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, ... */
 	__u32 addr_class; /* enum custode_addr_class */
 	__u32 _pad;
+};
+
+struct custode_event_task {
+	__u32 target_pid;   /* the other task (thread id) */
+	__u32 target_tgid;
+	__u64 target_cgroup; /* its cgroup id */
+	__u32 signal;       /* task_kill: the signal; ptrace: the PTRACE_MODE_* mode */
+	__u32 command;      /* bpf: the bpf() command; otherwise 0 */
+	__u64 _pad;
 };
 
 struct custode_event {
@@ -80,6 +124,7 @@ struct custode_event {
 	union {
 		struct custode_event_file file;
 		struct custode_event_net net;
+		struct custode_event_task task;
 		__u8 raw[32];
 	} obj;
 	char path[];       /* obj.file.path_len bytes, NUL-terminated */
@@ -87,6 +132,7 @@ struct custode_event {
 
 _Static_assert(sizeof(struct custode_event_file) == 24, "custode_event_file ABI");
 _Static_assert(sizeof(struct custode_event_net) == 32, "custode_event_net ABI");
+_Static_assert(sizeof(struct custode_event_task) == 32, "custode_event_task ABI");
 _Static_assert(sizeof(struct custode_event) == 120, "custode_event ABI");
 
 #endif

@@ -33,7 +33,20 @@
 	X(NET_RESERVED, 18, "net.reserved", "reserved or benchmarking address not granted as a literal") \
 	X(NET_DNS_DENIED, 19, "net.dns.denied", "DNS (port 53) to anything but custode's resolver") \
 	X(NET_SOCKET_DENIED, 20, "net.socket.denied", "socket family, type or protocol not allowed in a run") \
-	X(NET_BIND_DENIED, 21, "net.bind.denied", "the policy does not let the run listen")
+	X(NET_BIND_DENIED, 21, "net.bind.denied", "the policy does not let the run listen") \
+	X(FILE_MOUNT_DENIED, 22, "file.mount.denied", "mount, umount, pivot_root and chroot are denied in a run") \
+	X(FILE_IDENTITY_DENIED, 23, "file.identity.denied", "the file is denied by identity (device and inode)") \
+	X(UNIX_CONNECT_DENIED, 24, "unix.connect.denied", "connecting to this unix socket path is not granted") \
+	X(UNIX_ABSTRACT_DENIED, 25, "unix.abstract.denied", "abstract unix sockets outside the run are denied") \
+	X(FILE_PROC_DENIED, 26, "file.proc.denied", "procfs entries of processes outside the run are denied") \
+	X(FILE_LINK_DENIED, 27, "file.link.denied", "a hard link's source must be inside the run's write scope") \
+	X(PROCESS_PTRACE_DENIED, 28, "process.ptrace.denied", "ptrace or PTRACE_MODE_READ access not granted") \
+	X(PROCESS_SIGNAL_DENIED, 29, "process.signal.denied", "signals to processes outside the run are denied") \
+	X(PROCESS_BPF_DENIED, 30, "process.bpf.denied", "bpf() is denied in a run") \
+	X(PROCESS_KEYRING_DENIED, 31, "process.keyring.denied", "kernel keyrings are denied in a run") \
+	X(PROCESS_PERF_DENIED, 32, "process.perf.denied", "perf_event_open is denied in a run") \
+	X(PROCESS_KERNEL_DENIED, 33, "process.kernel.denied", "module loading, kexec and similar are denied in a run") \
+	X(ENGINE_PROTECTED, 34, "engine.protected", "custode's own maps, programs and links are reserved to custode")
 
 #define CUSTODE_USER_REASONS(X)                                                       \
 	X(PRIVILEGE_REQUIRED, 100, "privilege.required", "custode needs root (CAP_BPF, CAP_SYS_ADMIN)") \
@@ -68,7 +81,17 @@
 	X(BUNDLE_ROLLBACK, 158, "bundle.rollback", "the bundle's version is below the accepted floor, or equal with another digest") \
 	X(BUNDLE_STATE, 159, "bundle.state", "the version-floor state is unreadable or corrupt") \
 	X(BUNDLE_KEY, 160, "bundle.key", "a key file is unreadable or of an unsupported type") \
-	X(BUNDLE_SIGNER, 161, "bundle.signer", "the external signer command failed")
+	X(BUNDLE_SIGNER, 161, "bundle.signer", "the external signer command failed") \
+	X(DNS_NAME_DENIED, 170, "dns.name.denied", "the run's policy does not grant this name") \
+	X(DNS_ANSWER_PRIVATE, 171, "dns.answer.private", "an answer address is special and not granted; dropped") \
+	X(DNS_PINS_FULL, 172, "dns.pins_full", "the run's pin quota is used up") \
+	X(DNS_MALFORMED, 173, "dns.malformed", "a malformed DNS message") \
+	X(DNS_UPSTREAM, 174, "dns.upstream", "no usable answer from the upstream resolvers") \
+	X(DNS_NO_RESOLVER, 175, "dns.no_resolver", "the policy names hosts but custode's resolver is not running") \
+	X(LIMIT_UNAVAILABLE, 180, "limit.unavailable", "a required limit has no cgroup controller here") \
+	X(LIMIT_OUTPUT, 181, "limit.output", "the run exceeded its output cap") \
+	X(DAEMON_RUNNING, 190, "daemon.running", "another custode daemon is running") \
+	X(DAEMON_PEER, 191, "daemon.peer", "the control socket refuses this peer")
 
 enum custode_reason {
 #define CUSTODE_X_ENUM(sym, num, name, desc) CUSTODE_REASON_##sym = num,

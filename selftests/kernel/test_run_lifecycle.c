@@ -97,7 +97,7 @@ KTEST(run_engine_pinned_and_reused)
 
 	ktest_need_lsm();
 	ASSERT_EQ(ktest_run(run, -1, 60000, &r), 0, "first run");
-	ASSERT_TRUE(access("/sys/fs/bpf/custode/links/file_open", F_OK) == 0, "file_open link pinned after the run");
+	ASSERT_TRUE(access("/sys/fs/bpf/custode/links/custode_file_open", F_OK) == 0, "file_open link pinned after the run");
 	ASSERT_TRUE(access("/sys/fs/bpf/custode/maps/custode_runs", F_OK) == 0, "runs map pinned");
 	ASSERT_EQ(ktest_run(status, -1, 30000, &r), 0, "status");
 	a = json_loads(r.out, 0, NULL);

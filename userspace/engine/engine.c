@@ -254,11 +254,64 @@ static int unpin_all(void)
 	return err;
 }
 
+/*
+ * Attach every program of obj that is set to load — LSM and tracing programs
+ * by their section, cgroup programs to cgfd (the cgroup v2 root) — and pin
+ * each link as CUSTODE_PIN_LINKS/<program name>. A failure unpins what this
+ * call pinned: no class is ever left half attached.
+ */
+static int attach_and_pin(struct bpf_object *obj, int cgfd, const char *where, struct custode_refusal *why)
+{
+	struct bpf_program *prog;
+	int err = 0;
+
+	bpf_object__for_each_program(prog, obj) {
+		char pin[PATH_MAX];
+		struct bpf_link *link;
+
+		if (!bpf_program__autoload(prog))
+			continue;
+		link = cgfd >= 0 ? bpf_program__attach_cgroup(prog, cgfd) : bpf_program__attach(prog);
+		if (!link) {
+			err = custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "attach %s%s%s: %s",
+					     bpf_program__section_name(prog), cgfd >= 0 ? " to " : "", cgfd >= 0 ? where : "",
+					     strerror(errno));
+			goto rollback;
+		}
+		snprintf(pin, sizeof(pin), "%s/%s", CUSTODE_PIN_LINKS, bpf_program__name(prog));
+		err = bpf_link__pin(link, pin);
+		bpf_link__destroy(link); /* closes our fd; the pin keeps the program attached */
+		if (err) {
+			err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "pin %s: %s", pin, strerror(-err));
+			goto rollback;
+		}
+	}
+	return 0;
+rollback:
+	bpf_object__for_each_program(prog, obj) {
+		char pin[PATH_MAX];
+		snprintf(pin, sizeof(pin), "%s/%s", CUSTODE_PIN_LINKS, bpf_program__name(prog));
+		unlink(pin);
+	}
+	return err;
+}
+
+/* A load failure of an LSM object: doctor's cause if the host refuses LSM programs, else the verifier's words. */
+static int lsm_load_refusal(int err, const char *what, struct custode_refusal *why)
+{
+	struct custode_probe_result pr;
+
+	custode_probe_lsm(&pr);
+	if (!pr.lsm_loads)
+		return custode_refuse(why, -err, CUSTODE_REASON_KERNEL_LSM_UNAVAILABLE, "%s", pr.lsm_cause);
+	return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "load %s: %s; libbpf said: %s", what,
+			      strerror(-err), custode_libbpf_log());
+}
+
 static int load_file_class(struct custode_engine *e, struct custode_refusal *why)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = CUSTODE_PIN_MAPS);
 	struct file_bpf *skel;
-	struct bpf_link *link = NULL;
 	int err;
 
 	skel = file_bpf__open_opts(&opts);
@@ -268,29 +321,10 @@ static int load_file_class(struct custode_engine *e, struct custode_refusal *why
 	skel->rodata->custode_root_cgid = e->meta.root_cgroup_id;
 	skel->rodata->custode_root_level = e->meta.root_level;
 	err = file_bpf__load(skel);
-	if (err) {
-		struct custode_probe_result pr;
-
-		custode_probe_lsm(&pr);
-		if (!pr.lsm_loads)
-			err = custode_refuse(why, -err, CUSTODE_REASON_KERNEL_LSM_UNAVAILABLE, "%s", pr.lsm_cause);
-		else
-			err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED,
-					     "load file engine: %s; libbpf said: %s", strerror(-err), custode_libbpf_log());
-		goto out;
-	}
-	link = bpf_program__attach_lsm(skel->progs.custode_file_open);
-	if (!link) {
-		err = custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "attach lsm/file_open: %s",
-				     strerror(errno));
-		goto out;
-	}
-	err = bpf_link__pin(link, CUSTODE_PIN_LINKS "/file_open");
 	if (err)
-		err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "pin lsm/file_open link: %s",
-				     strerror(-err));
-out:
-	bpf_link__destroy(link); /* closes our fd; the pin keeps the program attached */
+		err = lsm_load_refusal(err, "file engine", why);
+	else
+		err = attach_and_pin(skel->obj, -1, NULL, why);
 	file_bpf__destroy(skel);
 	return err;
 }
@@ -299,7 +333,6 @@ static int load_net_class(struct custode_engine *e, struct custode_refusal *why)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = CUSTODE_PIN_MAPS);
 	struct net_bpf *skel;
-	struct bpf_program *prog;
 	int err = 0, cgfd;
 
 	cgfd = open(e->cg_mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -331,32 +364,7 @@ static int load_net_class(struct custode_engine *e, struct custode_refusal *why)
 	 * Attach at the root of the cgroup v2 hierarchy: every socket passes
 	 * here, including sockets made outside a run and passed into it.
 	 */
-	bpf_object__for_each_program(prog, skel->obj) {
-		char pin[PATH_MAX];
-		struct bpf_link *link = bpf_program__attach_cgroup(prog, cgfd);
-
-		if (!link) {
-			err = custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "attach %s to %s: %s",
-					     bpf_program__section_name(prog), e->cg_mount, strerror(errno));
-			goto rollback;
-		}
-		snprintf(pin, sizeof(pin), "%s/%s", CUSTODE_PIN_LINKS, bpf_program__name(prog));
-		err = bpf_link__pin(link, pin);
-		bpf_link__destroy(link);
-		if (err) {
-			err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "pin %s: %s", pin,
-					     strerror(-err));
-			goto rollback;
-		}
-	}
-	goto out;
-rollback:
-	/* leave no half-attached class behind: unpin the links this call pinned */
-	bpf_object__for_each_program(prog, skel->obj) {
-		char pin[PATH_MAX];
-		snprintf(pin, sizeof(pin), "%s/%s", CUSTODE_PIN_LINKS, bpf_program__name(prog));
-		unlink(pin);
-	}
+	err = attach_and_pin(skel->obj, cgfd, e->cg_mount, why);
 out:
 	net_bpf__destroy(skel);
 	close(cgfd);
