@@ -84,6 +84,21 @@ const char *ktest_tprobe(void)
 	return tprobe_path;
 }
 
+static char helper_dir[PATH_MAX];
+
+const char *ktest_helper(const char *name)
+{
+	static char path[8][PATH_MAX];
+	static int next;
+	char *p = path[next++ % 8];
+
+	if (ktest_in_guest())
+		snprintf(p, PATH_MAX, "/usr/local/bin/custode-%s", name);
+	else
+		snprintf(p, PATH_MAX, "%s/%s", helper_dir, name);
+	return p;
+}
+
 bool ktest_in_guest(void)
 {
 	const char *g = getenv("CUSTODE_IN_GUEST");
@@ -465,21 +480,29 @@ bool ktest_pid_alive(int pid)
 	return alive;
 }
 
-/* tprobe must be executable inside a `read` run, whose exec set is the system directories. */
-static void install_tprobe(const char *built)
+/*
+ * The helpers must be executable inside a `read` run, whose exec set is the
+ * system directories: in the guest they are copied to /usr/local/bin/custode-NAME.
+ */
+static void install_helpers(const char *dir)
 {
-	char cmd[PATH_MAX * 2 + 64];
+	static const char *const names[] = {"tprobe", "pprobe", "dprobe", "dnsd", NULL};
+	char cmd[PATH_MAX * 2 + 64], src[PATH_MAX + 32];
 
-	if (ktest_in_guest() && geteuid() == 0) {
-		mkdir("/usr/local", 0755);
-		mkdir("/usr/local/bin", 0755);
-		snprintf(cmd, sizeof(cmd), "cp %s /usr/local/bin/custode-tprobe", built);
-		if (system(cmd) == 0) {
+	snprintf(helper_dir, sizeof(helper_dir), "%s", dir);
+	snprintf(tprobe_path, sizeof(tprobe_path), "%s/tprobe", dir);
+	if (!ktest_in_guest() || geteuid() != 0)
+		return;
+	mkdir("/usr/local", 0755);
+	mkdir("/usr/local/bin", 0755);
+	for (int i = 0; names[i]; i++) {
+		snprintf(src, sizeof(src), "%s/%s", dir, names[i]);
+		if (access(src, X_OK) != 0)
+			continue;
+		snprintf(cmd, sizeof(cmd), "cp %s /usr/local/bin/custode-%s", src, names[i]);
+		if (system(cmd) == 0 && i == 0)
 			snprintf(tprobe_path, sizeof(tprobe_path), "/usr/local/bin/custode-tprobe");
-			return;
-		}
 	}
-	snprintf(tprobe_path, sizeof(tprobe_path), "%s", built);
 }
 
 static void usage(void)
@@ -491,7 +514,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	char self[PATH_MAX], dir[PATH_MAX], built[PATH_MAX + 16];
+	char self[PATH_MAX], dir[PATH_MAX];
 	bool require_all = false, list = false;
 	char **patterns = NULL;
 	int npat = 0, pass = 0, fail = 0, skip = 0, ran = 0;
@@ -520,8 +543,7 @@ int main(int argc, char **argv)
 	snprintf(custode_path, sizeof(custode_path), "%s/../custode", dir);
 	if (getenv("CUSTODE_BIN"))
 		snprintf(custode_path, sizeof(custode_path), "%s", getenv("CUSTODE_BIN"));
-	snprintf(built, sizeof(built), "%s/tprobe", dir);
-	install_tprobe(built);
+	install_helpers(dir);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	printf("TAP version 13\n");

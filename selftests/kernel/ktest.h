@@ -68,6 +68,8 @@ void ktest_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ---- environment ---- */
 const char *ktest_custode(void); /* path of build/custode */
 const char *ktest_tprobe(void);  /* tprobe, installed where the read profile may exec it */
+/* Any helper built from selftests/kernel/helpers/NAME.c, installed like tprobe. */
+const char *ktest_helper(const char *name);
 bool ktest_in_guest(void);
 /* Skip unless BPF-LSM programs load here (natively on a locked-down host they don't). */
 void ktest_need_lsm(void);
