@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
- * File policy: lsm/file_open decides read, write and exec by the opened
- * file's resolved path. The path is resolved with bpf_d_path (allowed in
- * file_open) and looked up in the run's rules (an LPM trie, cost bounded by
- * the path length, independent of the number of rules).
+ * File and exec policy (docs/file-policy.md). Every decision resolves the
+ * object's path — bpf_d_path where the kernel allows it (file_open,
+ * bprm_check_security, mmap_file), a bounded dentry/mount walk elsewhere
+ * (lib/path.bpf.h) — and looks it up in the run's rules, an LPM trie whose
+ * cost is bounded by the path length, not the number of rules. Restricting
+ * rules also hold by identity (device + inode), and hooks that see only a
+ * dentry (utimes, xattrs) find their rule by walking up identities.
  */
-#include "custode.bpf.h"
+#include "path.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -14,11 +17,21 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define FMODE_EXEC 0x20
 #define __FMODE_EXEC 0x20 /* in f_flags: set by execve's open (f_mode has it only on newer kernels) */
 #define O_TRUNC 01000
+#define PROT_EXEC 0x4
+#define VM_EXEC 0x4
+#define S_IFMT 00170000
+#define S_IFDIR 0040000
+#define PROC_SUPER_MAGIC 0x9fa0
+#define RENAME_EXCHANGE (1 << 1)
+#define ATTR_MODE (1 << 0)
+#define ATTR_UID (1 << 1)
+#define ATTR_GID (1 << 2)
+#define ATTR_SIZE (1 << 3)
+#define IDENTITY_WALK 32
 
-/* Per-CPU scratch: the rule key (with the whole resolved path) and the record. */
+/* Per-CPU scratch: the path being decided and the record being written. */
 struct file_scratch {
-	struct custode_path_key key; /* key.path holds the first bytes of path[] */
-	char path_tail[CUSTODE_PATH_MAX - CUSTODE_RULE_PATH_MAX];
+	struct custode_pathbuf pb;
 	/* a struct custode_event followed by its path */
 	__u64 ev[(sizeof(struct custode_event) + CUSTODE_PATH_MAX) / 8];
 };
@@ -30,20 +43,44 @@ struct {
 	__type(value, struct file_scratch);
 } file_scratch SEC(".maps");
 
-static __always_inline __u32 file_access(struct file *file)
-{
-	__u32 mode = BPF_CORE_READ(file, f_mode);
-	__u32 flags = BPF_CORE_READ(file, f_flags);
-	__u32 want = 0;
+/* What a hook asks and about what. */
+struct ask {
+	__u16 hook;
+	__u32 want;     /* CUSTODE_ACCESS_* */
+	long len;       /* resolved path length with NUL, or -errno */
+	__u64 dev, ino; /* the object, when it exists */
+	__u32 mode;
+};
 
-	if ((mode & FMODE_EXEC) || (flags & __FMODE_EXEC))
-		want |= CUSTODE_ACCESS_EXEC;
-	if (mode & FMODE_READ)
-		want |= CUSTODE_ACCESS_READ;
-	/* O_TRUNC truncates even with O_RDONLY, after file_open: it is a write. */
-	if ((mode & FMODE_WRITE) || (flags & O_TRUNC))
-		want |= CUSTODE_ACCESS_WRITE;
-	return want;
+/* A run's context in one hook invocation. */
+struct who {
+	struct custode_run *run;
+	__u64 run_cgid;
+	int where;
+	struct file_scratch *s;
+};
+
+/* Find the run and the scratch; 0 = not in a run (allow), 1 = decide. */
+static __always_inline int who_init(struct who *w)
+{
+	__u32 zero = 0;
+
+	w->run = NULL;
+	w->run_cgid = 0;
+	w->where = custode_current_run(&w->run, &w->run_cgid);
+	if (w->where == CUSTODE_NOT_IN_RUN)
+		return 0;
+	w->s = bpf_map_lookup_elem(&file_scratch, &zero);
+	return 1;
+}
+
+static __always_inline void ask_inode(struct ask *a, struct inode *inode)
+{
+	if (!inode)
+		return;
+	a->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	a->ino = BPF_CORE_READ(inode, i_ino);
+	a->mode = BPF_CORE_READ(inode, i_mode);
 }
 
 static __always_inline __u32 missing_reason(__u32 missing)
@@ -52,38 +89,37 @@ static __always_inline __u32 missing_reason(__u32 missing)
 		return CUSTODE_REASON_FILE_EXEC_DENIED;
 	if (missing & CUSTODE_ACCESS_WRITE)
 		return CUSTODE_REASON_FILE_WRITE_DENIED;
-	if (missing & CUSTODE_ACCESS_READ)
-		return CUSTODE_REASON_FILE_READ_DENIED;
 	if (missing & CUSTODE_ACCESS_CREATE)
 		return CUSTODE_REASON_FILE_CREATE_DENIED;
-	return CUSTODE_REASON_FILE_DELETE_DENIED;
+	if (missing & CUSTODE_ACCESS_DELETE)
+		return CUSTODE_REASON_FILE_DELETE_DENIED;
+	return CUSTODE_REASON_FILE_READ_DENIED;
 }
 
-/* Write a record for a denied (or audited) open. The path, if any, is in s->key. */
-static __always_inline void file_event(struct file_scratch *s, struct file *file, struct custode_run *run,
-				       __u32 reason, __u32 want, long path_len, __u32 enforced)
+/* Write a record; the path, if resolved, is at the start of the scratch buffer. */
+static __always_inline void file_event(struct who *w, const struct ask *a, __u32 reason, __u32 enforced)
 {
+	struct file_scratch *s = w->s;
 	struct custode_event *ev = (struct custode_event *)s->ev;
+	__u64 *src = (__u64 *)custode_pathbuf_str(&s->pb);
+	__u64 *dst = (__u64 *)ev->path;
 	__u32 n = 0, i;
 	long err;
 
-	custode_event_init(ev, CUSTODE_HOOK_FILE_OPEN, reason, run, enforced);
-	ev->access = want;
+	custode_event_init(ev, a->hook, reason, w->run, enforced);
+	ev->access = a->want;
 	ev->object = CUSTODE_OBJECT_FILE;
-	ev->obj.file.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
-	ev->obj.file.ino = BPF_CORE_READ(file, f_inode, i_ino);
-	ev->obj.file.mode = BPF_CORE_READ(file, f_inode, i_mode);
-	if (path_len > 0 && path_len <= CUSTODE_PATH_MAX) {
-		/* Copy the resolved path, 8 bytes a step, bounded for the verifier. */
-		__u64 *dst = (__u64 *)ev->path;
-		__u64 *src = (__u64 *)s->key.path;
-
+	ev->obj.file.dev = a->dev;
+	ev->obj.file.ino = a->ino;
+	ev->obj.file.mode = a->mode;
+	if (a->len > 0 && a->len <= CUSTODE_PATH_MAX) {
+		/* 8 bytes a step, bounded for the verifier */
 		for (i = 0; i < CUSTODE_PATH_MAX / 8; i++) {
-			if (i * 8 >= path_len)
+			if (i * 8 >= a->len)
 				break;
 			dst[i] = src[i];
 		}
-		n = path_len;
+		n = a->len;
 		ev->path[CUSTODE_PATH_MAX - 1] = 0;
 	} else {
 		ev->flags |= CUSTODE_EVENT_PATH_PARTIAL;
@@ -97,63 +133,596 @@ static __always_inline void file_event(struct file_scratch *s, struct file *file
 	custode_count_stat(err != 0);
 }
 
+/* Count, report, and return the verdict (audit mode allows; a cancelled run never does). */
+static __always_inline int deny(struct who *w, const struct ask *a, __u32 reason)
+{
+	__u32 enforced = !w->run || !(w->run->flags & CUSTODE_RUN_AUDIT) || (w->run->flags & CUSTODE_RUN_CANCELLED);
+
+	custode_count(w->run_cgid, reason);
+	if (w->s)
+		file_event(w, a, reason, enforced);
+	return enforced ? -EACCES : 0;
+}
+
+/*
+ * The run-level verdict that comes before any rule: 1 = go on with the
+ * rules, otherwise the return value of the hook in *ret.
+ */
+static __always_inline int run_gate(struct who *w, const struct ask *a, int *ret)
+{
+	if (!w->s) {
+		*ret = -EACCES; /* cannot happen; deny rather than allow */
+		return 0;
+	}
+	if (w->where == CUSTODE_UNREGISTERED || !w->run) {
+		*ret = deny(w, a, CUSTODE_REASON_RUN_UNREGISTERED);
+		return 0;
+	}
+	if (w->run->flags & CUSTODE_RUN_CANCELLED) {
+		*ret = deny(w, a, CUSTODE_REASON_RUN_CANCELLED);
+		return 0;
+	}
+	if (!(w->run->flags & CUSTODE_RUN_FILE)) {
+		*ret = 0;
+		return 0;
+	}
+	return 1;
+}
+
+/* Allowed classes for the resolved path in the scratch buffer (and its rule's flags). */
+static __always_inline __u32 rules_allow(struct who *w, long len, __u32 *flags)
+{
+	struct custode_path_key *key = &w->s->pb.key;
+	struct custode_path_rule *rule;
+
+	key->ruleset = w->run->ruleset;
+	key->prefixlen = 32 + 8 * (len < CUSTODE_RULE_PATH_MAX ? len : CUSTODE_RULE_PATH_MAX);
+	rule = bpf_map_lookup_elem(&custode_path_rules, key);
+	if (flags)
+		*flags = rule ? rule->flags : 0;
+	return rule ? rule->allow : 0;
+}
+
+/* A restricting rule bound to this inode narrows the allowed classes. */
+static __always_inline __u32 identity_restrict(struct who *w, struct inode *inode, __u32 allow)
+{
+	struct custode_identity_key k = {};
+	struct custode_identity *id;
+
+	if (!inode)
+		return allow;
+	k.ruleset = w->run->ruleset;
+	k.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	k.ino = BPF_CORE_READ(inode, i_ino);
+	id = bpf_map_lookup_elem(&custode_identities, &k);
+	if (id && (id->flags & CUSTODE_IDENTITY_RESTRICTS))
+		return allow & id->allow;
+	return allow;
+}
+
+/*
+ * The path-checked decision: resolved path (a->len) → rules → want. The
+ * path must be resolved and absolute; longer than the limit is its own reason.
+ */
+static __always_inline int decide_path(struct who *w, struct ask *a, __u32 allow_mask)
+{
+	__u32 allow;
+
+	if (a->len < 0)
+		return deny(w, a, a->len == -ENAMETOOLONG ? CUSTODE_REASON_PATH_TOO_LONG : CUSTODE_REASON_PATH_UNRESOLVED);
+	/* d_path marks names outside the task's root "(unreachable)/...": not absolute */
+	if (a->len < 2 || custode_pathbuf_str(&w->s->pb)[0] != '/')
+		return deny(w, a, CUSTODE_REASON_PATH_UNRESOLVED);
+	allow = rules_allow(w, a->len, NULL) & allow_mask;
+	if (a->want & ~allow)
+		return deny(w, a, missing_reason(a->want & ~allow));
+	return 0;
+}
+
+/* ---- open, exec, mmap ---- */
+
+static __always_inline __u32 open_access(struct file *file)
+{
+	__u32 mode = BPF_CORE_READ(file, f_mode);
+	__u32 flags = BPF_CORE_READ(file, f_flags);
+	__u32 want = 0;
+
+	if ((mode & FMODE_EXEC) || (flags & __FMODE_EXEC))
+		want |= CUSTODE_ACCESS_EXEC;
+	if (mode & FMODE_READ)
+		want |= CUSTODE_ACCESS_READ;
+	/* O_TRUNC truncates even with O_RDONLY, after file_open: it is a write */
+	if ((mode & FMODE_WRITE) || (flags & O_TRUNC))
+		want |= CUSTODE_ACCESS_WRITE;
+	return want;
+}
+
+/*
+ * procfs entries of a process (/proc/<pid>/...) belong to the run only if
+ * that process is in the run: its cgroup's ancestor at the runs' level.
+ */
+static __always_inline int proc_foreign(struct who *w, struct inode *inode)
+{
+	unsigned long pi, first, task, anc_addr;
+	struct cgroup *cg, *anc = NULL;
+	struct pid *pid;
+	int level;
+
+	if (BPF_CORE_READ(inode, i_sb, s_magic) != PROC_SUPER_MAGIC)
+		return 0;
+	pi = (unsigned long)inode - bpf_core_field_offset(struct proc_inode, vfs_inode);
+	pid = BPF_CORE_READ((struct proc_inode *)pi, pid);
+	if (!pid)
+		return 0; /* a system-wide entry (cpuinfo, meminfo, ...) */
+	first = (unsigned long)BPF_CORE_READ(pid, tasks[0].first); /* PIDTYPE_PID */
+	if (!first)
+		return 1; /* the process is gone: nothing of the run */
+	task = first - bpf_core_field_offset(struct task_struct, pid_links);
+	cg = BPF_CORE_READ((struct task_struct *)task, cgroups, dfl_cgrp);
+	level = BPF_CORE_READ(cg, level);
+	if (level < (int)custode_root_level + 1)
+		return 1;
+	anc_addr = (unsigned long)cg + bpf_core_field_offset(struct cgroup, ancestors) +
+		   (custode_root_level + 1) * sizeof(void *);
+	if (bpf_probe_read_kernel(&anc, sizeof(anc), (void *)anc_addr) || !anc)
+		return 1;
+	return BPF_CORE_READ(anc, kn, id) != w->run_cgid;
+}
+
 SEC("lsm/file_open")
 int BPF_PROG(custode_file_open, struct file *file, int ret)
 {
-	struct custode_run *run = NULL;
-	struct file_scratch *s;
-	__u64 run_cgid = 0;
-	__u32 zero = 0, want, allow = 0, reason = 0, enforced;
-	struct custode_path_rule *rule;
-	long len;
-	int where;
+	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN};
+	struct who w;
+	struct inode *inode;
+	struct dentry *dentry;
+	__u32 allow;
+	int r;
 
 	if (ret)
 		return ret; /* honour earlier LSM verdicts */
-	where = custode_current_run(&run, &run_cgid);
-	if (where == CUSTODE_NOT_IN_RUN)
+	if (!who_init(&w))
 		return 0;
+	a.want = open_access(file);
+	inode = BPF_CORE_READ(file, f_inode);
+	ask_inode(&a, inode);
+	a.len = w.s ? bpf_d_path(&file->f_path, custode_pathbuf_str(&w.s->pb), CUSTODE_PATH_MAX) : -ENOENT;
+	if (!run_gate(&w, &a, &r))
+		return r;
+	if (proc_foreign(&w, inode))
+		return deny(&w, &a, CUSTODE_REASON_FILE_PROC_DENIED);
+	r = decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	if (r)
+		return r;
+	/*
+	 * The path allows. Restricting rules also hold by identity — the file,
+	 * its directory, and its mount's root (a bind mount) — so an alias made
+	 * outside the run (hard link, bind mount, rename) doesn't reopen them.
+	 */
+	dentry = BPF_CORE_READ(file, f_path.dentry);
+	allow = identity_restrict(&w, inode, CUSTODE_ACCESS_ALL);
+	allow = identity_restrict(&w, BPF_CORE_READ(dentry, d_parent, d_inode), allow);
+	allow = identity_restrict(&w, BPF_CORE_READ(file, f_path.mnt, mnt_root, d_inode), allow);
+	if (a.want & ~allow)
+		return deny(&w, &a, CUSTODE_REASON_FILE_IDENTITY_DENIED);
+	return 0;
+}
 
-	s = bpf_map_lookup_elem(&file_scratch, &zero);
-	if (!s)
-		return -EACCES; /* cannot happen; deny rather than allow */
-	want = file_access(file);
-	enforced = 1;
+/* The final file of an exec (and each interpreter on the way): needs exec. */
+SEC("lsm/bprm_check_security")
+int BPF_PROG(custode_bprm_check, struct linux_binprm *bprm, int ret)
+{
+	struct ask a = {.hook = CUSTODE_HOOK_BPRM_CHECK, .want = CUSTODE_ACCESS_EXEC};
+	struct file *file;
+	struct who w;
+	int r;
 
-	/* Resolve first: every record, even for a cancelled or unregistered run, names the file. */
-	len = bpf_d_path(&file->f_path, (char *)s->key.path, CUSTODE_PATH_MAX);
-	if (where == CUSTODE_UNREGISTERED || !run) {
-		reason = CUSTODE_REASON_RUN_UNREGISTERED;
-		goto deny;
-	}
-	enforced = !(run->flags & CUSTODE_RUN_AUDIT);
-	if (run->flags & CUSTODE_RUN_CANCELLED) {
-		reason = CUSTODE_REASON_RUN_CANCELLED;
-		enforced = 1;
-		goto deny;
-	}
-	if (!(run->flags & CUSTODE_RUN_FILE))
+	if (ret)
+		return ret;
+	if (!who_init(&w))
 		return 0;
-	if (len < 0) {
-		reason = len == -ENAMETOOLONG ? CUSTODE_REASON_PATH_TOO_LONG : CUSTODE_REASON_PATH_UNRESOLVED;
-		goto deny;
-	}
-	/* d_path marks names outside the task's root "(unreachable)/...": not absolute. */
-	if (len < 2 || s->key.path[0] != '/') {
-		reason = CUSTODE_REASON_PATH_UNRESOLVED;
-		goto deny;
-	}
-	s->key.ruleset = run->ruleset;
-	s->key.prefixlen = 32 + 8 * (len < CUSTODE_RULE_PATH_MAX ? len : CUSTODE_RULE_PATH_MAX);
-	rule = bpf_map_lookup_elem(&custode_path_rules, &s->key);
-	if (rule)
-		allow = rule->allow;
-	if (!(want & ~allow))
-		return 0;
-	reason = missing_reason(want & ~allow);
+	file = BPF_CORE_READ(bprm, file);
+	ask_inode(&a, BPF_CORE_READ(file, f_inode));
+	a.len = w.s ? bpf_d_path(&bprm->file->f_path, custode_pathbuf_str(&w.s->pb), CUSTODE_PATH_MAX) : -ENOENT;
+	if (!run_gate(&w, &a, &r))
+		return r;
+	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+}
 
-deny:
-	custode_count(run_cgid, reason);
-	file_event(s, file, run, reason, want, len, enforced);
-	return enforced ? -EACCES : 0;
+/* Executable mappings of a file (ld.so ./binary, dlopen) need exec on the file. */
+SEC("lsm/mmap_file")
+int BPF_PROG(custode_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot, unsigned long flags,
+	     int ret)
+{
+	struct ask a = {.hook = CUSTODE_HOOK_MMAP_FILE, .want = CUSTODE_ACCESS_EXEC};
+	struct who w;
+	int r;
+
+	if (ret)
+		return ret;
+	if (!file || !(prot & PROT_EXEC))
+		return 0;
+	if (!who_init(&w))
+		return 0;
+	ask_inode(&a, BPF_CORE_READ(file, f_inode));
+	a.len = w.s ? bpf_d_path(&file->f_path, custode_pathbuf_str(&w.s->pb), CUSTODE_PATH_MAX) : -ENOENT;
+	if (!run_gate(&w, &a, &r))
+		return r;
+	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+}
+
+/* Making a file mapping executable later is the same as mapping it so. */
+SEC("lsm/file_mprotect")
+int BPF_PROG(custode_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot, unsigned long prot, int ret)
+{
+	struct ask a = {.hook = CUSTODE_HOOK_FILE_MPROTECT, .want = CUSTODE_ACCESS_EXEC};
+	struct file *file;
+	struct who w;
+	int r;
+
+	if (ret)
+		return ret;
+	if (!(prot & PROT_EXEC) || (BPF_CORE_READ(vma, vm_flags) & VM_EXEC))
+		return 0;
+	file = BPF_CORE_READ(vma, vm_file);
+	if (!file)
+		return 0;
+	if (!who_init(&w))
+		return 0;
+	ask_inode(&a, BPF_CORE_READ(file, f_inode));
+	a.len = w.s ? custode_path_build(&w.s->pb, BPF_CORE_READ(file, f_path.mnt), BPF_CORE_READ(file, f_path.dentry),
+					 NULL)
+		    : -ENOENT;
+	if (!run_gate(&w, &a, &r))
+		return r;
+	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+}
+
+/* ---- the namespace: create, delete, link, rename ---- */
+
+/* want on dir/dentry, the object created or removed there */
+static __always_inline int dir_entry(__u16 hook, __u32 want, const struct path *dir, struct dentry *dentry)
+{
+	struct ask a = {.hook = hook, .want = want};
+	struct who w;
+	int r;
+
+	if (!who_init(&w))
+		return 0;
+	ask_inode(&a, BPF_CORE_READ(dentry, d_inode));
+	a.len = w.s ? custode_path_build(&w.s->pb, BPF_CORE_READ(dir, mnt), BPF_CORE_READ(dir, dentry), dentry) : -ENOENT;
+	if (!run_gate(&w, &a, &r))
+		return r;
+	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+}
+
+/* Regular files (O_CREAT), fifos, device nodes and unix sockets are all made here. */
+SEC("lsm/path_mknod")
+int BPF_PROG(custode_path_mknod, const struct path *dir, struct dentry *dentry, umode_t mode, unsigned int dev, int ret)
+{
+	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_MKNOD, CUSTODE_ACCESS_CREATE, dir, dentry);
+}
+
+SEC("lsm/path_mkdir")
+int BPF_PROG(custode_path_mkdir, const struct path *dir, struct dentry *dentry, umode_t mode, int ret)
+{
+	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_MKDIR, CUSTODE_ACCESS_CREATE, dir, dentry);
+}
+
+SEC("lsm/path_symlink")
+int BPF_PROG(custode_path_symlink, const struct path *dir, struct dentry *dentry, const char *old_name, int ret)
+{
+	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_SYMLINK, CUSTODE_ACCESS_CREATE, dir, dentry);
+}
+
+SEC("lsm/path_unlink")
+int BPF_PROG(custode_path_unlink, const struct path *dir, struct dentry *dentry, int ret)
+{
+	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_UNLINK, CUSTODE_ACCESS_DELETE, dir, dentry);
+}
+
+SEC("lsm/path_rmdir")
+int BPF_PROG(custode_path_rmdir, const struct path *dir, struct dentry *dentry, int ret)
+{
+	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_RMDIR, CUSTODE_ACCESS_DELETE, dir, dentry);
+}
+
+/*
+ * A hard link creates a new name for an existing inode: the new name needs
+ * create, and the source must be inside the run's write scope — else a run
+ * could give a file it may only read a second, writable name.
+ */
+SEC("lsm/path_link")
+int BPF_PROG(custode_path_link, struct dentry *old_dentry, const struct path *new_dir, struct dentry *new_dentry, int ret)
+{
+	struct ask a = {.hook = CUSTODE_HOOK_PATH_LINK, .want = CUSTODE_ACCESS_WRITE};
+	struct vfsmount *mnt;
+	struct inode *inode;
+	struct who w;
+	__u32 allow;
+	int r;
+
+	if (ret)
+		return ret;
+	if (!who_init(&w))
+		return 0;
+	inode = BPF_CORE_READ(old_dentry, d_inode);
+	ask_inode(&a, inode);
+	mnt = BPF_CORE_READ(new_dir, mnt); /* a link never crosses mounts */
+	a.len = w.s ? custode_path_build(&w.s->pb, mnt, BPF_CORE_READ(old_dentry, d_parent), old_dentry) : -ENOENT;
+	if (!run_gate(&w, &a, &r))
+		return r;
+	if (a.len < 0)
+		return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	allow = identity_restrict(&w, inode, rules_allow(&w, a.len, NULL));
+	if (!(allow & CUSTODE_ACCESS_WRITE))
+		return deny(&w, &a, CUSTODE_REASON_FILE_LINK_DENIED);
+	a.want = CUSTODE_ACCESS_CREATE;
+	a.len = custode_path_build(&w.s->pb, mnt, BPF_CORE_READ(new_dir, dentry), new_dentry);
+	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+}
+
+/* One end of a rename: want at dir/dentry; a directory may not move onto or off a protected path. */
+static __always_inline int rename_end(struct who *w, struct ask *a, const struct path *dir, struct dentry *dentry,
+				      int is_dir)
+{
+	__u32 flags = 0, allow;
+
+	a->len = custode_path_build(&w->s->pb, BPF_CORE_READ(dir, mnt), BPF_CORE_READ(dir, dentry), dentry);
+	if (a->len < 0 || custode_pathbuf_str(&w->s->pb)[0] != '/')
+		return decide_path(w, a, CUSTODE_ACCESS_ALL);
+	allow = rules_allow(w, a->len, &flags);
+	if (a->want & ~allow)
+		return deny(w, a, missing_reason(a->want & ~allow));
+	if (is_dir && (flags & CUSTODE_PATH_RULE_PROTECTS_BELOW))
+		return deny(w, a, a->want & CUSTODE_ACCESS_CREATE ? CUSTODE_REASON_FILE_CREATE_DENIED
+								  : CUSTODE_REASON_FILE_DELETE_DENIED);
+	return 0;
+}
+
+/* Rename deletes at the source and creates at the destination (both ways for RENAME_EXCHANGE). */
+SEC("lsm/path_rename")
+int BPF_PROG(custode_path_rename, const struct path *old_dir, struct dentry *old_dentry, const struct path *new_dir,
+	     struct dentry *new_dentry, unsigned int flags, int ret)
+{
+	struct ask a = {.hook = CUSTODE_HOOK_PATH_RENAME};
+	struct inode *old_inode, *new_inode;
+	int exchange = flags & RENAME_EXCHANGE, r, old_dir_is, new_dir_is;
+	struct who w;
+
+	if (ret)
+		return ret;
+	if (!who_init(&w))
+		return 0;
+	old_inode = BPF_CORE_READ(old_dentry, d_inode);
+	new_inode = BPF_CORE_READ(new_dentry, d_inode);
+	ask_inode(&a, old_inode);
+	a.len = -ENOENT;
+	if (!run_gate(&w, &a, &r))
+		return r;
+	old_dir_is = old_inode && (BPF_CORE_READ(old_inode, i_mode) & S_IFMT) == S_IFDIR;
+	new_dir_is = new_inode && (BPF_CORE_READ(new_inode, i_mode) & S_IFMT) == S_IFDIR;
+	a.want = CUSTODE_ACCESS_DELETE | (exchange ? CUSTODE_ACCESS_CREATE : 0);
+	if ((r = rename_end(&w, &a, old_dir, old_dentry, old_dir_is || (exchange && new_dir_is))))
+		return r;
+	ask_inode(&a, new_inode);
+	a.want = CUSTODE_ACCESS_CREATE | (new_inode ? CUSTODE_ACCESS_DELETE : 0);
+	return rename_end(&w, &a, new_dir, new_dentry, old_dir_is || (exchange && new_dir_is));
+}
+
+/* ---- changes to an existing file ---- */
+
+/* want (write) on a path; a restricting identity on the inode holds too. */
+static __always_inline int path_write(__u16 hook, const struct path *path)
+{
+	struct ask a = {.hook = hook, .want = CUSTODE_ACCESS_WRITE};
+	struct inode *inode;
+	struct dentry *d;
+	struct who w;
+	int r;
+
+	if (!who_init(&w))
+		return 0;
+	d = BPF_CORE_READ(path, dentry);
+	inode = BPF_CORE_READ(d, d_inode);
+	ask_inode(&a, inode);
+	a.len = w.s ? custode_path_build(&w.s->pb, BPF_CORE_READ(path, mnt), d, NULL) : -ENOENT;
+	if (!run_gate(&w, &a, &r))
+		return r;
+	if (!(identity_restrict(&w, inode, CUSTODE_ACCESS_ALL) & CUSTODE_ACCESS_WRITE))
+		return deny(&w, &a, CUSTODE_REASON_FILE_IDENTITY_DENIED);
+	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+}
+
+SEC("lsm/path_truncate")
+int BPF_PROG(custode_path_truncate, const struct path *path, int ret)
+{
+	return ret ? ret : path_write(CUSTODE_HOOK_PATH_TRUNCATE, path);
+}
+
+SEC("lsm/path_chmod")
+int BPF_PROG(custode_path_chmod, const struct path *path, umode_t mode, int ret)
+{
+	return ret ? ret : path_write(CUSTODE_HOOK_PATH_CHMOD, path);
+}
+
+SEC("lsm/path_chown")
+int BPF_PROG(custode_path_chown, const struct path *path, unsigned int uid, unsigned int gid, int ret)
+{
+	return ret ? ret : path_write(CUSTODE_HOOK_PATH_CHOWN, path);
+}
+
+/*
+ * Hooks that see only a dentry (timestamps, extended attributes): the rule
+ * is found by identity, walking up from the inode within its file system;
+ * the nearest rule path by identity decides, and none means denied.
+ */
+static __always_inline int dentry_write(__u16 hook, struct dentry *dentry)
+{
+	struct ask a = {.hook = hook, .want = CUSTODE_ACCESS_WRITE, .len = -ENOENT};
+	struct custode_identity_key k = {};
+	struct custode_identity *id = NULL;
+	struct dentry *d = dentry;
+	struct who w;
+	int r, i;
+
+	if (!who_init(&w))
+		return 0;
+	ask_inode(&a, BPF_CORE_READ(dentry, d_inode));
+	if (!run_gate(&w, &a, &r))
+		return r;
+	k.ruleset = w.run->ruleset;
+	for (i = 0; i < IDENTITY_WALK; i++) {
+		struct inode *inode = BPF_CORE_READ(d, d_inode);
+		struct dentry *parent;
+
+		if (inode) {
+			k.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+			k.ino = BPF_CORE_READ(inode, i_ino);
+			id = bpf_map_lookup_elem(&custode_identities, &k);
+			if (id)
+				break;
+		}
+		parent = BPF_CORE_READ(d, d_parent);
+		if (!parent || parent == d)
+			break;
+		d = parent;
+	}
+	if (!id || !(id->allow & CUSTODE_ACCESS_WRITE))
+		return deny(&w, &a, CUSTODE_REASON_FILE_WRITE_DENIED);
+	return 0;
+}
+
+/* Mode, owner and size changes have path hooks; what's left here is timestamps (utimes). */
+SEC("lsm/inode_setattr")
+int BPF_PROG(custode_inode_setattr, struct dentry *dentry, struct iattr *attr, int ret)
+{
+	unsigned int valid;
+
+	if (ret)
+		return ret;
+	valid = BPF_CORE_READ(attr, ia_valid);
+	if (valid & (ATTR_MODE | ATTR_UID | ATTR_GID | ATTR_SIZE))
+		return 0; /* path_chmod, path_chown, path_truncate decided */
+	return dentry_write(CUSTODE_HOOK_INODE_SETATTR, dentry);
+}
+
+SEC("lsm/inode_setxattr")
+int BPF_PROG(custode_inode_setxattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
+	     const void *value, size_t size, int flags, int ret)
+{
+	return ret ? ret : dentry_write(CUSTODE_HOOK_INODE_SETXATTR, dentry);
+}
+
+SEC("lsm/inode_removexattr")
+int BPF_PROG(custode_inode_removexattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
+	     int ret)
+{
+	return ret ? ret : dentry_write(CUSTODE_HOOK_INODE_SETXATTR, dentry);
+}
+
+/* ---- mounts and roots: never inside a run ---- */
+
+static __always_inline int no_mounts(__u16 hook)
+{
+	struct ask a = {.hook = hook, .len = -ENOENT};
+	struct who w;
+
+	if (!who_init(&w))
+		return 0;
+	if (!w.s)
+		return -EPERM;
+	if (w.where == CUSTODE_UNREGISTERED || !w.run)
+		return deny(&w, &a, CUSTODE_REASON_RUN_UNREGISTERED) ? -EPERM : 0;
+	/* every run, whatever its policy: a mount could hide or rebind any path */
+	return deny(&w, &a, CUSTODE_REASON_FILE_MOUNT_DENIED) ? -EPERM : 0;
+}
+
+SEC("lsm/sb_mount")
+int BPF_PROG(custode_sb_mount, const char *dev_name, const struct path *path, const char *type, unsigned long flags,
+	     void *data, int ret)
+{
+	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_MOUNT);
+}
+
+SEC("lsm/sb_umount")
+int BPF_PROG(custode_sb_umount, struct vfsmount *mnt, int flags, int ret)
+{
+	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_UMOUNT);
+}
+
+SEC("lsm/sb_pivotroot")
+int BPF_PROG(custode_sb_pivotroot, const struct path *old_path, const struct path *new_path, int ret)
+{
+	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_PIVOTROOT);
+}
+
+SEC("lsm/move_mount")
+int BPF_PROG(custode_move_mount, const struct path *from_path, const struct path *to_path, int ret)
+{
+	return ret ? ret : no_mounts(CUSTODE_HOOK_MOVE_MOUNT);
+}
+
+SEC("lsm/path_chroot")
+int BPF_PROG(custode_path_chroot, const struct path *path, int ret)
+{
+	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_PIVOTROOT);
+}
+
+/* ---- unix sockets ---- */
+
+/* Is the socket's creator in the current run? (its cgroup's ancestor at the runs' level) */
+static __always_inline int sock_in_run(struct who *w, struct sock *sk)
+{
+	struct cgroup *cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup), *anc = NULL;
+	unsigned long anc_addr;
+
+	if (!cg || BPF_CORE_READ(cg, level) < (int)custode_root_level + 1)
+		return 0;
+	anc_addr = (unsigned long)cg + bpf_core_field_offset(struct cgroup, ancestors) +
+		   (custode_root_level + 1) * sizeof(void *);
+	if (bpf_probe_read_kernel(&anc, sizeof(anc), (void *)anc_addr) || !anc)
+		return 0;
+	return BPF_CORE_READ(anc, kn, id) == w->run_cgid;
+}
+
+/*
+ * Connecting to a path socket needs write on its path (docker.sock,
+ * ssh-agent, D-Bus, resolved are outside every built-in profile); an
+ * abstract socket must belong to the run; unnamed (socketpair) ones are fine.
+ */
+static __always_inline int unix_peer(__u16 hook, struct sock *other)
+{
+	struct ask a = {.hook = hook, .want = CUSTODE_ACCESS_WRITE};
+	struct unix_sock *u = (struct unix_sock *)other;
+	struct dentry *d;
+	struct who w;
+	int r;
+
+	if (!who_init(&w))
+		return 0;
+	d = BPF_CORE_READ(u, path.dentry);
+	ask_inode(&a, d ? BPF_CORE_READ(d, d_inode) : NULL);
+	a.len = w.s && d ? custode_path_build(&w.s->pb, BPF_CORE_READ(u, path.mnt), d, NULL) : -ENOENT;
+	if (!run_gate(&w, &a, &r))
+		return r;
+	if (d)
+		return decide_path(&w, &a, CUSTODE_ACCESS_ALL) ? -EACCES : 0;
+	if (!BPF_CORE_READ(u, addr))
+		return 0; /* unnamed */
+	if (sock_in_run(&w, other))
+		return 0;
+	return deny(&w, &a, CUSTODE_REASON_UNIX_ABSTRACT_DENIED);
+}
+
+SEC("lsm/unix_stream_connect")
+int BPF_PROG(custode_unix_stream_connect, struct sock *sock, struct sock *other, struct sock *newsk, int ret)
+{
+	return ret ? ret : unix_peer(CUSTODE_HOOK_UNIX_STREAM_CONNECT, other);
+}
+
+SEC("lsm/unix_may_send")
+int BPF_PROG(custode_unix_may_send, struct socket *sock, struct socket *other, int ret)
+{
+	return ret ? ret : unix_peer(CUSTODE_HOOK_UNIX_MAY_SEND, BPF_CORE_READ(other, sk));
 }

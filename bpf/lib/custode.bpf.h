@@ -19,6 +19,7 @@
 #define EPERM 1
 #define EACCES 13
 #define ENAMETOOLONG 36
+#define ENOENT 2
 
 /*
  * Where custode's runs live: the runs are the children of the cgroup with id
@@ -59,6 +60,20 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } custode_path_rules SEC(".maps");
+
+/*
+ * Rule paths by identity (device + inode, resolved when the rules are
+ * loaded): restricting rules hold for an inode whatever path reaches it, and
+ * hooks that see only a dentry find their rule by walking up identities.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CUSTODE_MAX_IDENTITIES);
+	__type(key, struct custode_identity_key);
+	__type(value, struct custode_identity);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_identities SEC(".maps");
 
 /* Denial records (include/custode/event.h). A full buffer drops and counts. */
 struct {

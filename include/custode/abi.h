@@ -30,6 +30,7 @@
 
 #define CUSTODE_MAX_RUNS 4096
 #define CUSTODE_MAX_PATH_RULES 262144
+#define CUSTODE_MAX_IDENTITIES 262144
 #define CUSTODE_MAX_NET_RULES (1u << 20)
 #define CUSTODE_MAX_NET_PRIVATE 65536
 #define CUSTODE_MAX_PINS (1u << 18)
@@ -52,6 +53,8 @@ enum custode_run_flags {
 	CUSTODE_RUN_FILE = 1u << 2,      /* file policy applies */
 	CUSTODE_RUN_NET = 1u << 3,       /* egress policy applies */
 	CUSTODE_RUN_NO_LISTEN = 1u << 4, /* bind to a non-zero port denied */
+	CUSTODE_RUN_PROCESS = 1u << 5,   /* process policy applies (ptrace, signals: docs/process.md) */
+	CUSTODE_RUN_PTRACE_RUN = 1u << 6, /* "ptrace": "run": the run may trace its own processes */
 };
 
 /*
@@ -86,7 +89,37 @@ struct custode_path_key {
 /* Value of map custode_path_rules. */
 struct custode_path_rule {
 	__u32 allow; /* CUSTODE_ACCESS_* */
-	__u32 flags; /* reserved, 0 */
+	__u32 flags; /* enum custode_path_rule_flags */
+};
+
+enum custode_path_rule_flags {
+	/*
+	 * A narrower rule lies below this path (e.g. ${workspace}/.git, above
+	 * the read-only .git/hooks): a directory may not be renamed onto or
+	 * away from here, or a whole prepared tree could land on the narrower rule.
+	 */
+	CUSTODE_PATH_RULE_PROTECTS_BELOW = 1u << 0,
+};
+
+/*
+ * Key of map custode_identities (hash): a rule's path as it existed when the
+ * rules were loaded, by identity. Value: struct custode_identity.
+ */
+struct custode_identity_key {
+	__u32 ruleset;
+	__u32 _pad0;
+	__u64 dev; /* kernel dev_t of the superblock: major << 20 | minor */
+	__u64 ino;
+};
+
+struct custode_identity {
+	__u32 allow; /* the rule's classes */
+	__u32 flags; /* enum custode_identity_flags */
+};
+
+enum custode_identity_flags {
+	/* the rule narrows its parent (or denies): it holds for this inode whatever path reaches it */
+	CUSTODE_IDENTITY_RESTRICTS = 1u << 0,
 };
 
 /*
@@ -169,6 +202,8 @@ _Static_assert(sizeof(struct custode_run) == 24, "custode_run ABI");
 _Static_assert(sizeof(struct custode_counters) == 8 * CUSTODE_REASON_KERNEL_MAX, "custode_counters ABI");
 _Static_assert(sizeof(struct custode_path_key) == 8 + CUSTODE_RULE_PATH_MAX, "custode_path_key ABI");
 _Static_assert(sizeof(struct custode_path_rule) == 8, "custode_path_rule ABI");
+_Static_assert(sizeof(struct custode_identity_key) == 24, "custode_identity_key ABI");
+_Static_assert(sizeof(struct custode_identity) == 8, "custode_identity ABI");
 _Static_assert(sizeof(struct custode_stats) == 16, "custode_stats ABI");
 _Static_assert(sizeof(struct custode_net_key) == 28, "custode_net_key ABI");
 _Static_assert(sizeof(struct custode_private_key) == 24, "custode_private_key ABI");

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "custode/abi.h"
 #include "policy/compile.h"
@@ -226,7 +229,7 @@ static void fsp_add(struct fs_policy *fp, const char *path, uint32_t allow)
 static void compile_ok(struct fs_policy *fp, struct custode_fs_ruleset *rs)
 {
 	struct custode_refusal why = {0};
-	int err = custode_policy_compile_fs(&fp->p, &binds, rs, &why);
+	int err = custode_policy_compile_fs(&fp->p, &binds, 1, rs, &why);
 
 	cr_assert_eq(err, 0, "compile: %d %s", err, why.detail);
 }
@@ -237,7 +240,7 @@ static void compile_bad(struct fs_policy *fp, int want_err, int want_reason, con
 	struct custode_refusal why = {0};
 	struct custode_compiled_rule marker;
 	struct custode_fs_ruleset rs = {.rules = &marker, .n = 12345};
-	int err = custode_policy_compile_fs(&fp->p, &binds, &rs, &why);
+	int err = custode_policy_compile_fs(&fp->p, &binds, 1, &rs, &why);
 
 	cr_assert_eq(err, want_err, "compile gave %d (%s)", err, why.detail);
 	cr_assert_eq(why.reason, want_reason, "reason %d (%s)", why.reason, why.detail);
@@ -326,9 +329,100 @@ Test(compile, duplicate_with_empty_grant_denies)
 	fsp_add(&fp, "/etc/ssh", R);
 	fsp_add(&fp, "/etc/ssh/", 0);
 	compile_ok(&fp, &rs);
-	cr_assert_eq(rs.n, 1);
+	cr_assert_eq(rs.n, 2, "the rule and the marker above it");
+	cr_assert_str_eq(rs.rules[0].path, "/etc/ssh");
 	cr_assert_eq(rs.rules[0].allow, 0);
+	cr_assert(rs.rules[0].restricts);
+	cr_assert(rs.rules[1].marker);
 	custode_fs_ruleset_free(&rs);
+}
+
+/* A narrowing rule under a broader one: flags, markers, and the model's decisions. */
+Test(compile, narrowing_rule_protects_the_path_above_it)
+{
+	struct fs_policy fp;
+	struct custode_fs_ruleset rs;
+	const struct custode_compiled_rule *ws = NULL, *hooks = NULL, *git = NULL;
+	uint32_t rwcd = CUSTODE_ACCESS_READ | CUSTODE_ACCESS_WRITE | CUSTODE_ACCESS_CREATE | CUSTODE_ACCESS_DELETE;
+
+	fsp_init(&fp);
+	fsp_add(&fp, "/ws", rwcd);
+	fsp_add(&fp, "/ws/.git/hooks", CUSTODE_ACCESS_READ);
+	fsp_add(&fp, "/ws/.git/config", CUSTODE_ACCESS_READ);
+	fsp_add(&fp, "/ws/src", rwcd | CUSTODE_ACCESS_EXEC); /* broader: not narrowing */
+	compile_ok(&fp, &rs);
+	for (size_t i = 0; i < rs.n; i++) {
+		if (!strcmp(rs.rules[i].path, "/ws") && !rs.rules[i].marker)
+			ws = &rs.rules[i];
+		if (!strcmp(rs.rules[i].path, "/ws/.git/hooks"))
+			hooks = &rs.rules[i];
+		if (!strcmp(rs.rules[i].path, "/ws/.git")) {
+			cr_assert_null(git, "one marker for /ws/.git, shared by hooks and config");
+			git = &rs.rules[i];
+		}
+		if (!strcmp(rs.rules[i].path, "/ws/src"))
+			cr_assert(!rs.rules[i].restricts && !(rs.rules[i].flags & CUSTODE_PATH_RULE_PROTECTS_BELOW));
+	}
+	cr_assert(ws && hooks && git);
+	cr_assert(!ws->restricts && (ws->flags & CUSTODE_PATH_RULE_PROTECTS_BELOW));
+	cr_assert(hooks->restricts && (hooks->flags & CUSTODE_PATH_RULE_PROTECTS_BELOW));
+	cr_assert(git->marker && git->allow == rwcd && (git->flags & CUSTODE_PATH_RULE_PROTECTS_BELOW));
+	/* a marker changes no decision */
+	cr_assert_eq(custode_fs_lookup(&rs, "/ws/.git"), rwcd);
+	cr_assert_eq(custode_fs_lookup(&rs, "/ws/.git/objects/ab"), rwcd);
+	cr_assert_eq(custode_fs_lookup(&rs, "/ws/.git/hooks/pre-commit"), CUSTODE_ACCESS_READ);
+	{
+		struct custode_path_key keys[2];
+		cr_assert_eq(custode_rule_keys(git, 9, keys), 1, "a marker is one exact key");
+		cr_assert_str_eq((char *)keys[0].path, "/ws/.git");
+	}
+	custode_fs_ruleset_free(&rs);
+}
+
+/* Rule paths that exist are resolved to identities; narrowing ones restrict by identity. */
+Test(compile, identities_of_existing_rule_paths)
+{
+	char dir[] = "/tmp/custode-id-XXXXXX", sub[64], missing[80];
+	struct fs_policy fp;
+	struct custode_fs_ruleset rs;
+	struct stat st_dir, st_sub;
+	bool saw_dir = false, saw_sub = false;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/secret", dir);
+	snprintf(missing, sizeof(missing), "%s/not-there", dir);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	stat(dir, &st_dir);
+	stat(sub, &st_sub);
+	fsp_init(&fp);
+	fsp_add(&fp, dir, CUSTODE_ACCESS_READ | CUSTODE_ACCESS_WRITE);
+	fsp_add(&fp, sub, 0);
+	fsp_add(&fp, missing, 0);
+	compile_ok(&fp, &rs);
+	cr_assert_eq(rs.n_ids, 2, "the missing path has no identity");
+	for (size_t i = 0; i < rs.n_ids; i++) {
+		cr_assert_eq(rs.ids[i].key.ruleset, 1);
+		if (rs.ids[i].key.ino == st_dir.st_ino) {
+			saw_dir = true;
+			cr_assert_eq(rs.ids[i].key.dev, custode_kernel_dev(st_dir.st_dev));
+			cr_assert_eq(rs.ids[i].val.flags, 0, "the broad rule does not restrict");
+		}
+		if (rs.ids[i].key.ino == st_sub.st_ino) {
+			saw_sub = true;
+			cr_assert_eq(rs.ids[i].val.allow, 0);
+			cr_assert_eq(rs.ids[i].val.flags, CUSTODE_IDENTITY_RESTRICTS);
+		}
+	}
+	cr_assert(saw_dir && saw_sub);
+	custode_fs_ruleset_free(&rs);
+	rmdir(sub);
+	rmdir(dir);
+}
+
+Test(compile, kernel_dev_encoding)
+{
+	cr_assert_eq(custode_kernel_dev(makedev(8, 1)), (8ull << 20) | 1);
+	cr_assert_eq(custode_kernel_dev(makedev(259, 70000)), (259ull << 20) | 70000);
 }
 
 static char *path_of_len(size_t len)
@@ -445,7 +539,7 @@ Test(compile, unbound_workspace_refused)
 
 	fsp_init(&fp);
 	fsp_add(&fp, "${workspace}", R);
-	cr_assert_eq(custode_policy_compile_fs(&fp.p, &b, &rs, &why), -EINVAL);
+	cr_assert_eq(custode_policy_compile_fs(&fp.p, &b, 1, &rs, &why), -EINVAL);
 	cr_assert_eq(why.reason, CUSTODE_REASON_POLICY_INVALID);
 	cr_assert_null(rs.rules);
 }

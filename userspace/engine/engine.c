@@ -29,7 +29,7 @@
 static void engine_reset_fds(struct custode_engine *e)
 {
 	e->runs_fd = e->counters_fd = e->rules_fd = e->events_fd = e->stats_fd = e->meta_fd = -1;
-	e->net_rules_fd = e->net_private_fd = e->pins_fd = e->users_fd = -1;
+	e->net_rules_fd = e->net_private_fd = e->pins_fd = e->users_fd = e->identities_fd = -1;
 }
 
 static int ensure_bpffs(struct custode_refusal *why)
@@ -142,7 +142,9 @@ static int open_maps(struct custode_engine *e)
 	e->rules_fd = open_pinned("custode_path_rules");
 	e->events_fd = open_pinned("custode_events");
 	e->stats_fd = open_pinned("custode_stats");
-	if (e->runs_fd < 0 || e->counters_fd < 0 || e->rules_fd < 0 || e->events_fd < 0 || e->stats_fd < 0)
+	e->identities_fd = open_pinned("custode_identities");
+	if (e->runs_fd < 0 || e->counters_fd < 0 || e->rules_fd < 0 || e->events_fd < 0 || e->stats_fd < 0 ||
+	    e->identities_fd < 0)
 		return -ENOENT;
 	return 0;
 }
@@ -179,6 +181,7 @@ void custode_engine_close(struct custode_engine *e)
 	close_fd(&e->net_private_fd);
 	close_fd(&e->pins_fd);
 	close_fd(&e->users_fd);
+	close_fd(&e->identities_fd);
 }
 
 /* Close the map fds but keep our place among the engine's users. */
@@ -615,9 +618,12 @@ int custode_engine_alloc_ruleset(struct custode_engine *e, __u32 *out)
 
 int custode_engine_add_rules(struct custode_engine *e, __u32 ruleset, const struct custode_fs_ruleset *rs)
 {
+	for (size_t i = 0; i < rs->n_ids; i++)
+		if (bpf_map_update_elem(e->identities_fd, &rs->ids[i].key, &rs->ids[i].val, BPF_ANY) < 0)
+			return -errno;
 	for (size_t i = 0; i < rs->n; i++) {
 		struct custode_path_key keys[2];
-		struct custode_path_rule val = {.allow = rs->rules[i].allow};
+		struct custode_path_rule val = {.allow = rs->rules[i].allow, .flags = rs->rules[i].flags};
 		int n = custode_rule_keys(&rs->rules[i], ruleset, keys);
 
 		for (int k = 0; k < n; k++)
@@ -631,6 +637,9 @@ int custode_engine_delete_rules(struct custode_engine *e, __u32 ruleset, const s
 {
 	int err = 0;
 
+	for (size_t i = 0; i < rs->n_ids; i++)
+		if (bpf_map_delete_elem(e->identities_fd, &rs->ids[i].key) < 0 && errno != ENOENT && !err)
+			err = -errno;
 	for (size_t i = 0; i < rs->n; i++) {
 		struct custode_path_key keys[2];
 		int n = custode_rule_keys(&rs->rules[i], ruleset, keys);
@@ -642,8 +651,12 @@ int custode_engine_delete_rules(struct custode_engine *e, __u32 ruleset, const s
 	return err;
 }
 
+static bool identity_key_of(const void *key, const void *arg);
+static int delete_matching(int fd, size_t key_size, bool (*match)(const void *key, const void *arg), const void *arg);
+
 int custode_engine_delete_ruleset(struct custode_engine *e, __u32 ruleset)
 {
+	delete_matching(e->identities_fd, sizeof(struct custode_identity_key), identity_key_of, &ruleset);
 	struct custode_path_key key, next;
 	int err = 0, deleted;
 
@@ -720,6 +733,11 @@ static int delete_matching(int fd, size_t key_size, bool (*match)(const void *ke
 		}
 	} while (deleted && !err);
 	return err;
+}
+
+static bool identity_key_of(const void *key, const void *arg)
+{
+	return ((const struct custode_identity_key *)key)->ruleset == *(const __u32 *)arg;
 }
 
 static bool net_key_of(const void *key, const void *arg)

@@ -27,6 +27,7 @@ struct custode_engine {
 	int stats_fd;
 	int meta_fd;
 	int users_fd;       /* CUSTODE_STATE_DIR/engine.users, flock'ed shared while the engine is open */
+	int identities_fd;
 	int net_rules_fd;   /* egress maps: -1 unless the egress class is loaded */
 	int net_private_fd;
 	int pins_fd;

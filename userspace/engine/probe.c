@@ -25,6 +25,13 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	char line[1024];
 	int n;
 
+	if (getenv("CUSTODE_BPF_DEBUG")) {
+		/* developers: the whole libbpf and verifier output, as it comes */
+		va_list copy;
+		va_copy(copy, ap);
+		vfprintf(stderr, fmt, copy);
+		va_end(copy);
+	}
 	if (level == LIBBPF_DEBUG)
 		return 0;
 	n = vsnprintf(line, sizeof(line), fmt, ap);

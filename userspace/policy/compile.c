@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "policy/compile.h"
 
@@ -76,20 +78,95 @@ int custode_path_bind(const char *in, const struct custode_bindings *b, char *ou
 	return 0;
 }
 
-static int cmp_rule(const void *a, const void *b)
+/* Path order with '/' lowest, so that a path's descendants follow it contiguously. */
+static int path_cmp(const char *a, const char *b)
 {
-	return strcmp(((const struct custode_compiled_rule *)a)->path, ((const struct custode_compiled_rule *)b)->path);
+	for (;; a++, b++) {
+		unsigned char x = *a == '/' ? 1 : (unsigned char)*a, y = *b == '/' ? 1 : (unsigned char)*b;
+
+		if (x != y || !x)
+			return (int)x - (int)y;
+	}
 }
 
-int custode_policy_compile_fs(const struct custode_policy *p, const struct custode_bindings *b,
+static int cmp_rule(const void *a, const void *b)
+{
+	return path_cmp(((const struct custode_compiled_rule *)a)->path, ((const struct custode_compiled_rule *)b)->path);
+}
+
+/* Is a a component-wise prefix of b (a == b excluded)? */
+static bool encloses(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+
+	if (n == 1 && a[0] == '/')
+		return b[0] == '/' && b[1] != 0;
+	return strncmp(a, b, n) == 0 && b[n] == '/';
+}
+
+uint64_t custode_kernel_dev(uint64_t st_dev)
+{
+	return ((uint64_t)major(st_dev) << 20) | minor(st_dev);
+}
+
+static int push_rule(struct custode_compiled_rule **rules, size_t *n, size_t *cap, const struct custode_compiled_rule *r)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		void *nr = realloc(*rules, ncap * sizeof(**rules));
+		if (!nr)
+			return -ENOMEM;
+		*rules = nr;
+		*cap = ncap;
+	}
+	(*rules)[(*n)++] = *r;
+	return 0;
+}
+
+/*
+ * PROTECTS_BELOW on the enclosing rule (if any), the paths between it and the
+ * narrowing rule r, and r itself. Intermediate paths become markers that
+ * inherit the enclosing rule's classes.
+ */
+static int protect_path_to(struct custode_compiled_rule **rules, size_t *n, size_t *cap, size_t ri, long parent)
+{
+	char path[CUSTODE_RULE_PATH_MAX];
+	size_t start = parent >= 0 ? strlen((*rules)[parent].path) : 0;
+	uint32_t inherited = parent >= 0 ? (*rules)[parent].allow : 0;
+	int err;
+
+	if (parent >= 0)
+		(*rules)[parent].flags |= CUSTODE_PATH_RULE_PROTECTS_BELOW;
+	(*rules)[ri].flags |= CUSTODE_PATH_RULE_PROTECTS_BELOW;
+	snprintf(path, sizeof(path), "%s", (*rules)[ri].path);
+	for (size_t i = start + 1; path[i]; i++) {
+		struct custode_compiled_rule m = {0};
+
+		if (path[i] != '/')
+			continue;
+		memcpy(m.path, path, i);
+		m.path[i] = 0;
+		m.allow = inherited;
+		m.flags = CUSTODE_PATH_RULE_PROTECTS_BELOW;
+		m.marker = true;
+		if ((err = push_rule(rules, n, cap, &m)))
+			return err;
+	}
+	return 0;
+}
+
+int custode_policy_compile_fs(const struct custode_policy *p, const struct custode_bindings *b, uint32_t ruleset,
 			      struct custode_fs_ruleset *out, struct custode_refusal *why)
 {
 	struct custode_compiled_rule *rules;
-	size_t n = 0;
+	struct custode_fs_identity *ids = NULL;
+	size_t n = 0, cap, nrules, n_ids = 0;
+	long *parent = NULL, *stack = NULL;
 	char buf[PATH_MAX * 2];
 	int err;
 
-	rules = calloc(p->n_fs ? p->n_fs : 1, sizeof(*rules));
+	cap = p->n_fs ? p->n_fs : 1;
+	rules = calloc(cap, sizeof(*rules));
 	if (!rules)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n_fs; i++) {
@@ -109,6 +186,7 @@ int custode_policy_compile_fs(const struct custode_policy *p, const struct custo
 					     i, buf, strlen(buf), CUSTODE_RULE_PATH_MAX - 1);
 			goto fail;
 		}
+		memset(&rules[n], 0, sizeof(rules[n]));
 		memcpy(rules[n].path, buf, strlen(buf) + 1);
 		rules[n++].allow = p->fs[i].allow;
 	}
@@ -122,10 +200,76 @@ int custode_policy_compile_fs(const struct custode_policy *p, const struct custo
 		}
 		rules[w++] = rules[i];
 	}
+	n = nrules = w;
+
+	/* enclosing rules: with '/' sorted lowest, a stack of open ancestors */
+	parent = calloc(nrules ? nrules : 1, sizeof(*parent));
+	stack = calloc(nrules ? nrules : 1, sizeof(*stack));
+	if (!parent || !stack) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	size_t depth = 0;
+	for (size_t i = 0; i < nrules; i++) {
+		while (depth && !encloses(rules[stack[depth - 1]].path, rules[i].path))
+			depth--;
+		parent[i] = depth ? stack[depth - 1] : -1;
+		stack[depth++] = (long)i;
+	}
+	for (size_t i = 0; i < nrules; i++) {
+		uint32_t up = parent[i] >= 0 ? rules[parent[i]].allow : 0;
+
+		rules[i].restricts = rules[i].allow == 0 || (parent[i] >= 0 && (rules[i].allow & ~up) == 0 && rules[i].allow != up);
+		if (rules[i].restricts && (err = protect_path_to(&rules, &n, &cap, i, parent[i])))
+			goto fail;
+	}
+	/* one marker per path (two narrowing rules under one directory share it) */
+	if (n > nrules) {
+		qsort(rules + nrules, n - nrules, sizeof(*rules), cmp_rule);
+		w = nrules;
+		for (size_t i = nrules; i < n; i++)
+			if (w == nrules || strcmp(rules[w - 1].path, rules[i].path) != 0)
+				rules[w++] = rules[i];
+		n = w;
+	}
+	/* identities of the rule paths that exist now */
+	ids = calloc(nrules ? nrules : 1, sizeof(*ids));
+	if (!ids) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; i < nrules; i++) {
+		struct stat st;
+		size_t j;
+
+		if (stat(rules[i].path, &st) < 0)
+			continue;
+		for (j = 0; j < n_ids; j++)
+			if (ids[j].key.dev == custode_kernel_dev(st.st_dev) && ids[j].key.ino == st.st_ino)
+				break;
+		if (j < n_ids) { /* two rules, one inode: the narrower holds */
+			ids[j].val.allow &= rules[i].allow;
+			ids[j].val.flags |= rules[i].restricts ? CUSTODE_IDENTITY_RESTRICTS : 0;
+			continue;
+		}
+		ids[n_ids].key.ruleset = ruleset;
+		ids[n_ids].key.dev = custode_kernel_dev(st.st_dev);
+		ids[n_ids].key.ino = st.st_ino;
+		ids[n_ids].val.allow = rules[i].allow;
+		ids[n_ids].val.flags = rules[i].restricts ? CUSTODE_IDENTITY_RESTRICTS : 0;
+		n_ids++;
+	}
+	free(parent);
+	free(stack);
 	out->rules = rules;
-	out->n = w;
+	out->n = n;
+	out->ids = ids;
+	out->n_ids = n_ids;
 	return 0;
 fail:
+	free(parent);
+	free(stack);
+	free(ids);
 	free(rules);
 	return err;
 }
@@ -133,8 +277,8 @@ fail:
 void custode_fs_ruleset_free(struct custode_fs_ruleset *rs)
 {
 	free(rs->rules);
-	rs->rules = NULL;
-	rs->n = 0;
+	free(rs->ids);
+	memset(rs, 0, sizeof(*rs));
 }
 
 int custode_rule_keys(const struct custode_compiled_rule *r, uint32_t ruleset, struct custode_path_key keys[2])
@@ -152,6 +296,8 @@ int custode_rule_keys(const struct custode_compiled_rule *r, uint32_t ruleset, s
 	memcpy(keys[0].path, r->path, len);
 	keys[0].path[len] = 0;
 	keys[0].prefixlen = (uint32_t)(32 + 8 * (len + 1));
+	if (r->marker)
+		return 1; /* a marker is the path itself only */
 	/* below: "D/" */
 	memcpy(keys[1].path, r->path, len);
 	keys[1].path[len] = '/';
@@ -166,6 +312,14 @@ uint32_t custode_fs_lookup(const struct custode_fs_ruleset *rs, const char *path
 
 	for (size_t i = 0; i < rs->n; i++) {
 		const char *rp = rs->rules[i].path;
+
+		if (rs->rules[i].marker) {
+			if (strcmp(path, rp) == 0 && (!hit || strlen(rp) > best)) {
+				hit = &rs->rules[i];
+				best = strlen(rp);
+			}
+			continue;
+		}
 		size_t len = strlen(rp);
 		bool match;
 

@@ -21,11 +21,21 @@ struct custode_bindings {
 struct custode_compiled_rule {
 	char path[CUSTODE_RULE_PATH_MAX]; /* normalised, no trailing '/', "/" for the root */
 	uint32_t allow;
+	uint32_t flags;  /* enum custode_path_rule_flags */
+	bool marker;     /* not a rule: an exact-path entry carrying flags, allow inherited */
+	bool restricts;  /* narrower than its enclosing rule (or denies): held by identity too */
+};
+
+struct custode_fs_identity {
+	struct custode_identity_key key;
+	struct custode_identity val;
 };
 
 struct custode_fs_ruleset {
-	struct custode_compiled_rule *rules; /* sorted by path */
+	struct custode_compiled_rule *rules; /* rules, then markers */
 	size_t n;
+	struct custode_fs_identity *ids;     /* the rule paths that existed at compile time */
+	size_t n_ids;
 };
 
 /*
@@ -39,7 +49,14 @@ int custode_path_normalize(char *path);
 int custode_path_bind(const char *in, const struct custode_bindings *b, char *out, size_t outlen,
 		      struct custode_refusal *why);
 
-int custode_policy_compile_fs(const struct custode_policy *p, const struct custode_bindings *b,
+/*
+ * Bind, normalise, merge duplicates (the narrower wins); then find each
+ * rule's enclosing rule, mark narrowing rules (restricts), add
+ * PROTECTS_BELOW markers on the paths from the enclosing rule down to each
+ * narrowing rule, and resolve every existing rule path to its identity
+ * (stat: device and inode). ruleset is written into the identity keys.
+ */
+int custode_policy_compile_fs(const struct custode_policy *p, const struct custode_bindings *b, uint32_t ruleset,
 			      struct custode_fs_ruleset *out, struct custode_refusal *why);
 void custode_fs_ruleset_free(struct custode_fs_ruleset *rs);
 
@@ -49,6 +66,9 @@ void custode_fs_ruleset_free(struct custode_fs_ruleset *rs);
  * "Dx". The root rule is the single prefix "/". Returns the number of keys (1 or 2).
  */
 int custode_rule_keys(const struct custode_compiled_rule *r, uint32_t ruleset, struct custode_path_key keys[2]);
+
+/* The kernel's dev_t (major << 20 | minor) of a userspace st_dev. */
+uint64_t custode_kernel_dev(uint64_t st_dev);
 
 /* Userspace model of the engine's decision: allowed classes for an absolute resolved path. */
 uint32_t custode_fs_lookup(const struct custode_fs_ruleset *rs, const char *path);

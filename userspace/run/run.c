@@ -479,8 +479,6 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 
 	b.workspace = ws;
 	b.tmp = l->st.tmp;
-	if ((err = custode_policy_compile_fs(l->policy, &b, &l->rules, why)))
-		return err;
 
 	lock = custode_engine_lock();
 	if (lock < 0)
@@ -489,6 +487,8 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	custode_engine_unlock(lock);
 	if (err)
 		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_MAP_FULL, "no free rule set: %s", strerror(-err));
+	if ((err = custode_policy_compile_fs(l->policy, &b, l->st.ruleset, &l->rules, why)))
+		return err;
 	if ((err = custode_policy_compile_net(l->policy, o->allows, o->n_allows, l->st.ruleset, &l->net, why)))
 		return err;
 	/* Rules before registration, registration before the first process. */
