@@ -486,7 +486,7 @@ bool ktest_pid_alive(int pid)
  */
 static void install_helpers(const char *dir)
 {
-	static const char *const names[] = {"tprobe", "pprobe", "dprobe", "dnsd", NULL};
+	static const char *const names[] = {"tprobe", "pprobe", "dprobe", "dnsd", "eprobe", NULL};
 	char cmd[PATH_MAX * 2 + 64], src[PATH_MAX + 32];
 
 	snprintf(helper_dir, sizeof(helper_dir), "%s", dir);
