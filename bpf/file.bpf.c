@@ -29,6 +29,64 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define ATTR_SIZE (1 << 3)
 #define IDENTITY_WALK 32
 
+/*
+ * The decision cache, kept on the inode itself (inode local storage: freed
+ * with the inode, so a reused inode number can't inherit it): a run's
+ * allowed classes for this inode through one mount, valid while no path on
+ * the host could have changed meaning since it was computed — the kernel's
+ * rename_lock and mount_lock sequence counts (what d_path itself checks) and
+ * custode_fs_gen are all unchanged. Only allowing decisions are cached;
+ * denials always take the full path and are reported. A second name of an
+ * inode opens the same data the first name already may.
+ */
+struct fs_epoch {
+	__u64 gen;
+	__u32 rename_seq;
+	__u32 mount_seq;
+};
+
+struct fs_cache_slot {
+	__u64 run_cgid; /* written last, re-read after the rest: a torn slot never validates */
+	__u64 mnt;
+	struct fs_epoch epoch;
+	__u32 allow;
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_INODE_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct fs_cache_slot);
+} file_cache SEC(".maps");
+
+extern const void rename_lock __ksym;
+extern const void mount_lock __ksym;
+
+/* The current epoch; 0 if a rename or mount is in progress (then nothing is cached or trusted). */
+static __always_inline int fs_epoch_now(struct fs_epoch *e)
+{
+	__u32 zero = 0;
+	__u64 *gen = bpf_map_lookup_elem(&custode_fs_gen, &zero);
+
+	e->rename_seq = e->mount_seq = 1;
+	if (!gen)
+		return 0;
+	e->gen = *gen;
+	bpf_probe_read_kernel(&e->rename_seq, sizeof(e->rename_seq), &rename_lock);
+	bpf_probe_read_kernel(&e->mount_seq, sizeof(e->mount_seq), &mount_lock);
+	return !((e->rename_seq | e->mount_seq) & 1);
+}
+
+static __always_inline void fs_gen_bump(void)
+{
+	__u32 zero = 0;
+	__u64 *gen = bpf_map_lookup_elem(&custode_fs_gen, &zero);
+
+	if (gen)
+		__sync_fetch_and_add(gen, 1);
+}
+
 /* Per-CPU scratch: the path being decided and the record being written. */
 struct file_scratch {
 	struct custode_pathbuf pb;
@@ -74,7 +132,18 @@ static __always_inline int who_init(struct who *w)
 	return 1;
 }
 
+/* Direct BTF loads (one guarded load each), not bpf_probe_read_kernel calls: this is the hot path. */
 static __always_inline void ask_inode(struct ask *a, struct inode *inode)
+{
+	if (!inode)
+		return;
+	a->dev = inode->i_sb->s_dev;
+	a->ino = inode->i_ino;
+	a->mode = inode->i_mode;
+}
+
+/* The same through probe reads, for pointers the verifier sees as plain numbers. */
+static __always_inline void ask_inode_probe(struct ask *a, struct inode *inode)
 {
 	if (!inode)
 		return;
@@ -192,8 +261,8 @@ static __always_inline __u32 identity_restrict(struct who *w, struct inode *inod
 	if (!inode)
 		return allow;
 	k.ruleset = w->run->ruleset;
-	k.dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	k.ino = BPF_CORE_READ(inode, i_ino);
+	k.dev = inode->i_sb->s_dev;
+	k.ino = inode->i_ino;
 	id = bpf_map_lookup_elem(&custode_identities, &k);
 	if (id && (id->flags & CUSTODE_IDENTITY_RESTRICTS))
 		return allow & id->allow;
@@ -223,8 +292,8 @@ static __always_inline int decide_path(struct who *w, struct ask *a, __u32 allow
 
 static __always_inline __u32 open_access(struct file *file)
 {
-	__u32 mode = BPF_CORE_READ(file, f_mode);
-	__u32 flags = BPF_CORE_READ(file, f_flags);
+	__u32 mode = file->f_mode;
+	__u32 flags = file->f_flags;
 	__u32 want = 0;
 
 	if ((mode & FMODE_EXEC) || (flags & __FMODE_EXEC))
@@ -248,7 +317,7 @@ static __always_inline int proc_foreign(struct who *w, struct inode *inode)
 	struct pid *pid;
 	int level;
 
-	if (BPF_CORE_READ(inode, i_sb, s_magic) != PROC_SUPER_MAGIC)
+	if (!inode || inode->i_sb->s_magic != PROC_SUPER_MAGIC)
 		return 0;
 	pi = (unsigned long)inode - bpf_core_field_offset(struct proc_inode, vfs_inode);
 	pid = BPF_CORE_READ((struct proc_inode *)pi, pid);
@@ -269,42 +338,93 @@ static __always_inline int proc_foreign(struct who *w, struct inode *inode)
 	return BPF_CORE_READ(anc, kn, id) != w->run_cgid;
 }
 
+/* A cached allow for this run, inode and mount at this epoch? */
+static __always_inline int cache_hit(struct fs_cache_slot *c, __u64 run_cgid, __u64 mnt, const struct fs_epoch *e,
+				     __u32 want)
+{
+	volatile struct fs_cache_slot *v = c;
+
+	if (v->run_cgid != run_cgid)
+		return 0;
+	if (v->mnt != mnt || v->epoch.gen != e->gen || v->epoch.rename_seq != e->rename_seq ||
+	    v->epoch.mount_seq != e->mount_seq || (want & ~v->allow))
+		return 0;
+	return v->run_cgid == run_cgid; /* unchanged while we read: not torn */
+}
+
+static __always_inline void cache_store(struct fs_cache_slot *c, __u64 run_cgid, __u64 mnt, const struct fs_epoch *e,
+					__u32 allow)
+{
+	volatile struct fs_cache_slot *v = c;
+
+	v->run_cgid = 0; /* invalid while being written */
+	v->mnt = mnt;
+	v->epoch.gen = e->gen;
+	v->epoch.rename_seq = e->rename_seq;
+	v->epoch.mount_seq = e->mount_seq;
+	v->allow = allow;
+	v->run_cgid = run_cgid;
+}
+
 SEC("lsm/file_open")
 int BPF_PROG(custode_file_open, struct file *file, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN};
-	struct who w;
+	struct fs_cache_slot *slot = NULL;
+	struct fs_epoch epoch = {};
 	struct inode *inode;
 	struct dentry *dentry;
+	struct who w;
+	__u64 run_cgid, mnt;
 	__u32 allow;
-	int r;
+	int r, cacheable;
 
 	if (ret)
 		return ret; /* honour earlier LSM verdicts */
+	run_cgid = custode_current_run_cgid();
+	if (!run_cgid)
+		return 0; /* outside every run: one helper call, no map lookup */
+	a.want = open_access(file);
+	inode = file->f_inode;
+	mnt = (__u64)file->f_path.mnt;
+	/* the fast path: this run already may do this to this inode through this mount, and nothing moved since */
+	cacheable = inode && inode->i_sb->s_magic != PROC_SUPER_MAGIC && fs_epoch_now(&epoch);
+	if (cacheable) {
+		slot = bpf_inode_storage_get(&file_cache, inode, 0, 0);
+		if (slot && cache_hit(slot, run_cgid, mnt, &epoch, a.want))
+			return 0;
+	}
+
 	if (!who_init(&w))
 		return 0;
-	a.want = open_access(file);
-	inode = BPF_CORE_READ(file, f_inode);
 	ask_inode(&a, inode);
 	a.len = w.s ? bpf_d_path(&file->f_path, custode_pathbuf_str(&w.s->pb), CUSTODE_PATH_MAX) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;
 	if (proc_foreign(&w, inode))
 		return deny(&w, &a, CUSTODE_REASON_FILE_PROC_DENIED);
-	r = decide_path(&w, &a, CUSTODE_ACCESS_ALL);
-	if (r)
-		return r;
+	if (a.len < 0 || a.len < 2 || custode_pathbuf_str(&w.s->pb)[0] != '/')
+		return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	allow = rules_allow(&w, a.len, NULL);
+	if (a.want & ~allow)
+		return deny(&w, &a, missing_reason(a.want & ~allow));
 	/*
 	 * The path allows. Restricting rules also hold by identity — the file,
 	 * its directory, and its mount's root (a bind mount) — so an alias made
 	 * outside the run (hard link, bind mount, rename) doesn't reopen them.
 	 */
-	dentry = BPF_CORE_READ(file, f_path.dentry);
-	allow = identity_restrict(&w, inode, CUSTODE_ACCESS_ALL);
-	allow = identity_restrict(&w, BPF_CORE_READ(dentry, d_parent, d_inode), allow);
-	allow = identity_restrict(&w, BPF_CORE_READ(file, f_path.mnt, mnt_root, d_inode), allow);
+	dentry = file->f_path.dentry;
+	allow = identity_restrict(&w, inode, allow);
+	allow = identity_restrict(&w, dentry->d_parent->d_inode, allow);
+	allow = identity_restrict(&w, file->f_path.mnt->mnt_root->d_inode, allow);
 	if (a.want & ~allow)
 		return deny(&w, &a, CUSTODE_REASON_FILE_IDENTITY_DENIED);
+	if (cacheable && !(w.run->flags & CUSTODE_RUN_AUDIT)) {
+		if (!slot)
+			slot = bpf_inode_storage_get(&file_cache, inode, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (slot)
+			cache_store(slot, run_cgid, mnt, &epoch, allow);
+	}
 	return 0;
 }
 
@@ -321,8 +441,8 @@ int BPF_PROG(custode_bprm_check, struct linux_binprm *bprm, int ret)
 		return ret;
 	if (!who_init(&w))
 		return 0;
-	file = BPF_CORE_READ(bprm, file);
-	ask_inode(&a, BPF_CORE_READ(file, f_inode));
+	file = bprm->file;
+	ask_inode(&a, file->f_inode);
 	a.len = w.s ? bpf_d_path(&bprm->file->f_path, custode_pathbuf_str(&w.s->pb), CUSTODE_PATH_MAX) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;
@@ -344,7 +464,7 @@ int BPF_PROG(custode_mmap_file, struct file *file, unsigned long reqprot, unsign
 		return 0;
 	if (!who_init(&w))
 		return 0;
-	ask_inode(&a, BPF_CORE_READ(file, f_inode));
+	ask_inode(&a, file->f_inode);
 	a.len = w.s ? bpf_d_path(&file->f_path, custode_pathbuf_str(&w.s->pb), CUSTODE_PATH_MAX) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;
@@ -362,17 +482,15 @@ int BPF_PROG(custode_file_mprotect, struct vm_area_struct *vma, unsigned long re
 
 	if (ret)
 		return ret;
-	if (!(prot & PROT_EXEC) || (BPF_CORE_READ(vma, vm_flags) & VM_EXEC))
+	if (!(prot & PROT_EXEC) || (vma->vm_flags & VM_EXEC))
 		return 0;
-	file = BPF_CORE_READ(vma, vm_file);
+	file = vma->vm_file;
 	if (!file)
 		return 0;
 	if (!who_init(&w))
 		return 0;
-	ask_inode(&a, BPF_CORE_READ(file, f_inode));
-	a.len = w.s ? custode_path_build(&w.s->pb, BPF_CORE_READ(file, f_path.mnt), BPF_CORE_READ(file, f_path.dentry),
-					 NULL)
-		    : -ENOENT;
+	ask_inode(&a, file->f_inode);
+	a.len = w.s ? custode_path_build(&w.s->pb, file->f_path.mnt, file->f_path.dentry, NULL) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;
 	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
@@ -389,8 +507,8 @@ static __always_inline int dir_entry(__u16 hook, __u32 want, const struct path *
 
 	if (!who_init(&w))
 		return 0;
-	ask_inode(&a, BPF_CORE_READ(dentry, d_inode));
-	a.len = w.s ? custode_path_build(&w.s->pb, BPF_CORE_READ(dir, mnt), BPF_CORE_READ(dir, dentry), dentry) : -ENOENT;
+	ask_inode(&a, dentry->d_inode);
+	a.len = w.s ? custode_path_build(&w.s->pb, dir->mnt, dir->dentry, dentry) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;
 	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
@@ -415,15 +533,18 @@ int BPF_PROG(custode_path_symlink, const struct path *dir, struct dentry *dentry
 	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_SYMLINK, CUSTODE_ACCESS_CREATE, dir, dentry);
 }
 
+/* Unlink, rmdir and link change which inode a name means: every process bumps the cache's generation. */
 SEC("lsm/path_unlink")
 int BPF_PROG(custode_path_unlink, const struct path *dir, struct dentry *dentry, int ret)
 {
+	fs_gen_bump();
 	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_UNLINK, CUSTODE_ACCESS_DELETE, dir, dentry);
 }
 
 SEC("lsm/path_rmdir")
 int BPF_PROG(custode_path_rmdir, const struct path *dir, struct dentry *dentry, int ret)
 {
+	fs_gen_bump();
 	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_RMDIR, CUSTODE_ACCESS_DELETE, dir, dentry);
 }
 
@@ -442,14 +563,15 @@ int BPF_PROG(custode_path_link, struct dentry *old_dentry, const struct path *ne
 	__u32 allow;
 	int r;
 
+	fs_gen_bump();
 	if (ret)
 		return ret;
 	if (!who_init(&w))
 		return 0;
-	inode = BPF_CORE_READ(old_dentry, d_inode);
+	inode = old_dentry->d_inode;
 	ask_inode(&a, inode);
-	mnt = BPF_CORE_READ(new_dir, mnt); /* a link never crosses mounts */
-	a.len = w.s ? custode_path_build(&w.s->pb, mnt, BPF_CORE_READ(old_dentry, d_parent), old_dentry) : -ENOENT;
+	mnt = new_dir->mnt; /* a link never crosses mounts */
+	a.len = w.s ? custode_path_build(&w.s->pb, mnt, old_dentry->d_parent, old_dentry) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;
 	if (a.len < 0)
@@ -458,7 +580,7 @@ int BPF_PROG(custode_path_link, struct dentry *old_dentry, const struct path *ne
 	if (!(allow & CUSTODE_ACCESS_WRITE))
 		return deny(&w, &a, CUSTODE_REASON_FILE_LINK_DENIED);
 	a.want = CUSTODE_ACCESS_CREATE;
-	a.len = custode_path_build(&w.s->pb, mnt, BPF_CORE_READ(new_dir, dentry), new_dentry);
+	a.len = custode_path_build(&w.s->pb, mnt, new_dir->dentry, new_dentry);
 	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
 }
 
@@ -468,7 +590,7 @@ static __always_inline int rename_end(struct who *w, struct ask *a, const struct
 {
 	__u32 flags = 0, allow;
 
-	a->len = custode_path_build(&w->s->pb, BPF_CORE_READ(dir, mnt), BPF_CORE_READ(dir, dentry), dentry);
+	a->len = custode_path_build(&w->s->pb, dir->mnt, dir->dentry, dentry);
 	if (a->len < 0 || custode_pathbuf_str(&w->s->pb)[0] != '/')
 		return decide_path(w, a, CUSTODE_ACCESS_ALL);
 	allow = rules_allow(w, a->len, &flags);
@@ -490,18 +612,19 @@ int BPF_PROG(custode_path_rename, const struct path *old_dir, struct dentry *old
 	int exchange = flags & RENAME_EXCHANGE, r, old_dir_is, new_dir_is;
 	struct who w;
 
+	fs_gen_bump(); /* rename_lock covers the move itself; this covers the time before it */
 	if (ret)
 		return ret;
 	if (!who_init(&w))
 		return 0;
-	old_inode = BPF_CORE_READ(old_dentry, d_inode);
-	new_inode = BPF_CORE_READ(new_dentry, d_inode);
+	old_inode = old_dentry->d_inode;
+	new_inode = new_dentry->d_inode;
 	ask_inode(&a, old_inode);
 	a.len = -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;
-	old_dir_is = old_inode && (BPF_CORE_READ(old_inode, i_mode) & S_IFMT) == S_IFDIR;
-	new_dir_is = new_inode && (BPF_CORE_READ(new_inode, i_mode) & S_IFMT) == S_IFDIR;
+	old_dir_is = old_inode && (old_inode->i_mode & S_IFMT) == S_IFDIR;
+	new_dir_is = new_inode && (new_inode->i_mode & S_IFMT) == S_IFDIR;
 	a.want = CUSTODE_ACCESS_DELETE | (exchange ? CUSTODE_ACCESS_CREATE : 0);
 	if ((r = rename_end(&w, &a, old_dir, old_dentry, old_dir_is || (exchange && new_dir_is))))
 		return r;
@@ -523,10 +646,10 @@ static __always_inline int path_write(__u16 hook, const struct path *path)
 
 	if (!who_init(&w))
 		return 0;
-	d = BPF_CORE_READ(path, dentry);
-	inode = BPF_CORE_READ(d, d_inode);
+	d = path->dentry;
+	inode = d->d_inode;
 	ask_inode(&a, inode);
-	a.len = w.s ? custode_path_build(&w.s->pb, BPF_CORE_READ(path, mnt), d, NULL) : -ENOENT;
+	a.len = w.s ? custode_path_build(&w.s->pb, path->mnt, d, NULL) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;
 	if (!(identity_restrict(&w, inode, CUSTODE_ACCESS_ALL) & CUSTODE_ACCESS_WRITE))
@@ -568,22 +691,22 @@ static __always_inline int dentry_write(__u16 hook, struct dentry *dentry)
 
 	if (!who_init(&w))
 		return 0;
-	ask_inode(&a, BPF_CORE_READ(dentry, d_inode));
+	ask_inode(&a, dentry->d_inode);
 	if (!run_gate(&w, &a, &r))
 		return r;
 	k.ruleset = w.run->ruleset;
 	for (i = 0; i < IDENTITY_WALK; i++) {
-		struct inode *inode = BPF_CORE_READ(d, d_inode);
+		struct inode *inode = d->d_inode;
 		struct dentry *parent;
 
 		if (inode) {
-			k.dev = BPF_CORE_READ(inode, i_sb, s_dev);
-			k.ino = BPF_CORE_READ(inode, i_ino);
+			k.dev = inode->i_sb->s_dev;
+			k.ino = inode->i_ino;
 			id = bpf_map_lookup_elem(&custode_identities, &k);
 			if (id)
 				break;
 		}
-		parent = BPF_CORE_READ(d, d_parent);
+		parent = d->d_parent;
 		if (!parent || parent == d)
 			break;
 		d = parent;
@@ -601,7 +724,7 @@ int BPF_PROG(custode_inode_setattr, struct dentry *dentry, struct iattr *attr, i
 
 	if (ret)
 		return ret;
-	valid = BPF_CORE_READ(attr, ia_valid);
+	valid = attr->ia_valid;
 	if (valid & (ATTR_MODE | ATTR_UID | ATTR_GID | ATTR_SIZE))
 		return 0; /* path_chmod, path_chown, path_truncate decided */
 	return dentry_write(CUSTODE_HOOK_INODE_SETATTR, dentry);
@@ -702,7 +825,7 @@ static __always_inline int unix_peer(__u16 hook, struct sock *other)
 	if (!who_init(&w))
 		return 0;
 	d = BPF_CORE_READ(u, path.dentry);
-	ask_inode(&a, d ? BPF_CORE_READ(d, d_inode) : NULL);
+	ask_inode_probe(&a, d ? BPF_CORE_READ(d, d_inode) : NULL);
 	a.len = w.s && d ? custode_path_build(&w.s->pb, BPF_CORE_READ(u, path.mnt), d, NULL) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;

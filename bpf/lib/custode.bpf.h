@@ -75,6 +75,20 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } custode_identities SEC(".maps");
 
+/*
+ * The file decision cache's generation: bumped by the kernel on unlink,
+ * rmdir, link (any process) and by userspace when a run is cancelled,
+ * unregistered or its rules change. A cached decision holds only while it
+ * is unchanged (bpf/file.bpf.c).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_fs_gen SEC(".maps");
+
 /* Denial records (include/custode/event.h). A full buffer drops and counts. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -126,6 +140,16 @@ static __always_inline int custode_current_run(struct custode_run **runp, __u64 
 	*run_cgid = id;
 	*runp = bpf_map_lookup_elem(&custode_runs, &id);
 	return *runp ? CUSTODE_IN_RUN : CUSTODE_UNREGISTERED;
+}
+
+/* The run cgroup of the current task, or 0 when it is outside every run (no map lookup). */
+static __always_inline __u64 custode_current_run_cgid(void)
+{
+	if (!custode_root_cgid)
+		return 0;
+	if (bpf_get_current_ancestor_cgroup_id(custode_root_level) != custode_root_cgid)
+		return 0;
+	return bpf_get_current_ancestor_cgroup_id(custode_root_level + 1);
 }
 
 static __always_inline void custode_count(__u64 run_cgid, __u32 reason)

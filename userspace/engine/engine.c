@@ -783,12 +783,31 @@ int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct c
 	return 0;
 }
 
+int custode_engine_bump_fs_gen(struct custode_engine *e)
+{
+	__u32 zero = 0;
+	__u64 gen = 0;
+	int fd = open_pinned("custode_fs_gen");
+
+	if (fd < 0)
+		return -errno;
+	/* the kernel adds 1 atomically; a jump of 2^32 can't land on a value it used before */
+	if (bpf_map_lookup_elem(fd, &zero, &gen) == 0) {
+		gen += 1ull << 32;
+		bpf_map_update_elem(fd, &zero, &gen, BPF_ANY);
+	}
+	close(fd);
+	(void)e;
+	return 0;
+}
+
 int custode_engine_unregister(struct custode_engine *e, __u64 cgid)
 {
 	int err = 0;
 
 	if (bpf_map_delete_elem(e->runs_fd, &cgid) < 0 && errno != ENOENT)
 		err = -errno;
+	custode_engine_bump_fs_gen(e);
 	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)
 		err = -errno;
 	return err;
@@ -801,7 +820,11 @@ int custode_engine_get_run(struct custode_engine *e, __u64 cgid, struct custode_
 
 int custode_engine_set_run(struct custode_engine *e, __u64 cgid, const struct custode_run *run)
 {
-	return bpf_map_update_elem(e->runs_fd, &cgid, run, BPF_EXIST) ? -errno : 0;
+	int err = bpf_map_update_elem(e->runs_fd, &cgid, run, BPF_EXIST) ? -errno : 0;
+
+	/* a changed run (cancelled, new rules) must not be served decisions cached for the old one */
+	custode_engine_bump_fs_gen(e);
+	return err;
 }
 
 int custode_engine_get_counters(struct custode_engine *e, __u64 cgid, struct custode_counters *out)

@@ -74,6 +74,12 @@ int custode_engine_delete_net_ruleset(struct custode_engine *e, __u32 ruleset);
 int custode_engine_delete_pins(struct custode_engine *e, __u64 run_cgid);
 
 /* Register a run (fails with -EEXIST if the cgroup is registered). Counters start at zero. */
+/*
+ * Invalidate every cached file decision (bpf/file.bpf.c): after a run is
+ * cancelled or unregistered, or its rules change.
+ */
+int custode_engine_bump_fs_gen(struct custode_engine *e);
+
 int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run);
 int custode_engine_unregister(struct custode_engine *e, __u64 cgid);
 int custode_engine_get_run(struct custode_engine *e, __u64 cgid, struct custode_run *out);

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * llbench ITERATIONS PATH NRULES: the Landlock anchor for openbench. Builds a
+ * Landlock ruleset with the same shape as custode's benchmark policy (read
+ * and execute on the system directories, read on /etc, and NRULES extra
+ * read-only directories /tmp/bench/d<i>, which must exist), restricts
+ * itself, then times open()+close() of PATH like openbench.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int add_rule(int ruleset, const char *path, __u64 access)
+{
+	struct landlock_path_beneath_attr pb = {.allowed_access = access};
+	int err;
+
+	pb.parent_fd = open(path, O_PATH | O_CLOEXEC);
+	if (pb.parent_fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	err = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+	close(pb.parent_fd);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	const __u64 rd = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+	struct landlock_ruleset_attr attr = {
+		.handled_access_fs = rd | LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+				     LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+				     LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG,
+	};
+	static const char *const sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64"};
+	long n, nrules;
+	int ruleset;
+	double t0, t1;
+	char dir[64];
+
+	if (argc != 4 || (n = atol(argv[1])) <= 0 || (nrules = atol(argv[3])) < 0) {
+		fprintf(stderr, "usage: llbench ITERATIONS PATH NRULES\n");
+		return 2;
+	}
+	ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+	if (ruleset < 0) {
+		perror("landlock_create_ruleset");
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
+		if (add_rule(ruleset, sys[i], rd | LANDLOCK_ACCESS_FS_EXECUTE) < 0)
+			return perror(sys[i]), 1;
+	if (add_rule(ruleset, "/etc", rd) < 0)
+		return perror("/etc"), 1;
+	for (long i = 0; i < nrules; i++) {
+		snprintf(dir, sizeof(dir), "/tmp/bench/d%ld", i);
+		if (add_rule(ruleset, dir, rd) < 0)
+			return perror(dir), 1;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_landlock_restrict_self, ruleset, 0)) {
+		perror("landlock_restrict_self");
+		return 1;
+	}
+	for (long i = 0; i < n / 10 + 1; i++) {
+		int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return perror(argv[2]), 1;
+		close(fd);
+	}
+	t0 = now_ns();
+	for (long i = 0; i < n; i++) {
+		int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return perror(argv[2]), 1;
+		close(fd);
+	}
+	t1 = now_ns();
+	printf("%.1f\n", (t1 - t0) / n);
+	return 0;
+}
