@@ -15,6 +15,7 @@
  *   tprobe socket DOMAIN TYPE PROTO   numbers, as socket(2) takes them
  *   tprobe recvfd-connect ADDR PORT   receive a socket over stdin (SCM_RIGHTS), connect it
  *   tprobe wait OP ...             print "ready PID", read a line, do OP, block until stdin closes
+ *   tprobe repl                    print "ready PID", then run one "open PATH MODE" per input line
  * ADDR is an IPv4 or IPv6 literal; IPv6 sockets are used for IPv6 literals.
  * Exit: 0 ok, 1 the operation failed, 2 usage.
  */
@@ -174,9 +175,29 @@ static int net_op(int argc, char **argv)
 
 static int dispatch(int argc, char **argv);
 
+/* Commands from stdin, one result line each, so a test can interleave outside actions. */
+static int repl(void)
+{
+	char line[4200], path[4096], mode[8];
+
+	printf("ready %d\n", (int)getpid());
+	while (fgets(line, sizeof(line), stdin)) {
+		int f;
+
+		if (sscanf(line, "open %4095s %7s", path, mode) != 2 || (f = flags_of(mode)) < 0) {
+			printf("usage\n");
+			continue;
+		}
+		do_open(path, f);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc == 2 && !strcmp(argv[1], "repl"))
+		return repl();
 	/* tprobe wait OP...: print "ready PID", read a line, do OP, then block until stdin closes */
 	if (argc >= 3 && !strcmp(argv[1], "wait")) {
 		char line[64];
