@@ -27,7 +27,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define ATTR_UID (1 << 1)
 #define ATTR_GID (1 << 2)
 #define ATTR_SIZE (1 << 3)
-#define IDENTITY_WALK 32
+#define IDENTITY_WALK 64
 
 /*
  * The decision cache, kept on the inode itself (inode local storage: freed
@@ -105,6 +105,7 @@ struct {
 struct ask {
 	__u16 hook;
 	__u32 want;     /* CUSTODE_ACCESS_* */
+	int kobj;       /* a kernel object without a name (pipe, socket, memfd): see kernel_object() */
 	long len;       /* resolved path length with NUL, or -errno */
 	__u64 dev, ino; /* the object, when it exists */
 	__u32 mode;
@@ -170,9 +171,8 @@ static __always_inline void file_event(struct who *w, const struct ask *a, __u32
 {
 	struct file_scratch *s = w->s;
 	struct custode_event *ev = (struct custode_event *)s->ev;
-	__u64 *src = (__u64 *)custode_pathbuf_str(&s->pb);
-	__u64 *dst = (__u64 *)ev->path;
-	__u32 n = 0, i;
+	const char *src = custode_pathbuf_str(&s->pb);
+	__u32 n = 0;
 	long err;
 
 	custode_event_init(ev, a->hook, reason, w->run, enforced);
@@ -182,13 +182,12 @@ static __always_inline void file_event(struct who *w, const struct ask *a, __u32
 	ev->obj.file.ino = a->ino;
 	ev->obj.file.mode = a->mode;
 	if (a->len > 0 && a->len <= CUSTODE_PATH_MAX) {
-		/* 8 bytes a step, bounded for the verifier */
-		for (i = 0; i < CUSTODE_PATH_MAX / 8; i++) {
-			if (i * 8 >= a->len)
-				break;
-			dst[i] = src[i];
-		}
-		n = a->len;
+		/* one bounded copy (a helper call, not a loop: every denial site inlines this) */
+		n = a->len < CUSTODE_PATH_MAX ? (__u32)a->len : CUSTODE_PATH_MAX - 1;
+		CUSTODE_OPAQUE(n);
+		n &= CUSTODE_PATH_MAX - 1;
+		if (bpf_probe_read_kernel(ev->path, n, src))
+			n = 0;
 		ev->path[CUSTODE_PATH_MAX - 1] = 0;
 	} else {
 		ev->flags |= CUSTODE_EVENT_PATH_PARTIAL;
@@ -269,6 +268,49 @@ static __always_inline __u32 identity_restrict(struct who *w, struct inode *inod
 	return allow;
 }
 
+#define SB_KERNMOUNT (1 << 22)
+
+/*
+ * Pipes, sockets, memfds and other anonymous files live on kernel-internal
+ * mounts (SB_KERNMOUNT): they have no name a rule could match. A run reaches
+ * them only through fds it holds (reopened via /proc/self/fd — another
+ * process's fds are guarded by the ptrace check), so reading and writing
+ * them is allowed; executing or mapping them executable never is.
+ */
+static __always_inline int kernel_object(struct vfsmount *vmnt)
+{
+	return vmnt && (vmnt->mnt_sb->s_flags & SB_KERNMOUNT);
+}
+
+static __always_inline int decide_kernel_object(struct who *w, struct ask *a)
+{
+	if (!(a->want & CUSTODE_ACCESS_EXEC))
+		return 0;
+	return deny(w, a, CUSTODE_REASON_FILE_EXEC_DENIED);
+}
+
+/*
+ * bpf_d_path, checked: a file in a mount outside the task's mount namespace
+ * (a detached open_tree copy, another namespace's) has no name here — d_path
+ * would call its tree's top "/" — so it stays unresolved; a kernel object is
+ * named for the event only ("pipe:[123]", "/memfd:x"); "(deleted)" is decided
+ * by the name the file had.
+ */
+#define D_PATH_CHECKED(w, a, pathp, vmnt)                                                                  \
+	do {                                                                                               \
+		(a)->len = -ENOENT;                                                                        \
+		if (!(w)->s)                                                                               \
+			break;                                                                             \
+		if (custode_mount_is_ours(vmnt)) {                                                         \
+			(a)->len = bpf_d_path(pathp, custode_pathbuf_str(&(w)->s->pb), CUSTODE_PATH_MAX);  \
+		} else if (kernel_object(vmnt)) {                                                          \
+			(a)->kobj = 1;                                                                     \
+			(a)->len = bpf_d_path(pathp, custode_pathbuf_str(&(w)->s->pb), CUSTODE_PATH_MAX);  \
+		}                                                                                          \
+		if ((a)->len > 0 && !(a)->kobj)                                                             \
+			(a)->len = custode_strip_deleted(&(w)->s->pb, (a)->len);                           \
+	} while (0)
+
 /*
  * The path-checked decision: resolved path (a->len) → rules → want. The
  * path must be resolved and absolute; longer than the limit is its own reason.
@@ -277,6 +319,8 @@ static __always_inline int decide_path(struct who *w, struct ask *a, __u32 allow
 {
 	__u32 allow;
 
+	if (a->kobj)
+		return decide_kernel_object(w, a);
 	if (a->len < 0)
 		return deny(w, a, a->len == -ENAMETOOLONG ? CUSTODE_REASON_PATH_TOO_LONG : CUSTODE_REASON_PATH_UNRESOLVED);
 	/* d_path marks names outside the task's root "(unreachable)/...": not absolute */
@@ -288,6 +332,12 @@ static __always_inline int decide_path(struct who *w, struct ask *a, __u32 allow
 	return 0;
 }
 
+/*
+ * bpf_d_path, checked: a file in a mount outside the task's mount namespace
+ * (a detached open_tree copy, another namespace's) has no name here — d_path
+ * would call its tree's top "/" — and "(deleted)" is decided by the name the
+ * file had.
+ */
 /* ---- open, exec, mmap ---- */
 
 static __always_inline __u32 open_access(struct file *file)
@@ -398,9 +448,11 @@ int BPF_PROG(custode_file_open, struct file *file, int ret)
 	if (!who_init(&w))
 		return 0;
 	ask_inode(&a, inode);
-	a.len = w.s ? bpf_d_path(&file->f_path, custode_pathbuf_str(&w.s->pb), CUSTODE_PATH_MAX) : -ENOENT;
+	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
 	if (!run_gate(&w, &a, &r))
 		return r;
+	if (a.kobj)
+		return decide_kernel_object(&w, &a);
 	if (proc_foreign(&w, inode))
 		return deny(&w, &a, CUSTODE_REASON_FILE_PROC_DENIED);
 	if (a.len < 0 || a.len < 2 || custode_pathbuf_str(&w.s->pb)[0] != '/')
@@ -443,7 +495,7 @@ int BPF_PROG(custode_bprm_check, struct linux_binprm *bprm, int ret)
 		return 0;
 	file = bprm->file;
 	ask_inode(&a, file->f_inode);
-	a.len = w.s ? bpf_d_path(&bprm->file->f_path, custode_pathbuf_str(&w.s->pb), CUSTODE_PATH_MAX) : -ENOENT;
+	D_PATH_CHECKED(&w, &a, &bprm->file->f_path, bprm->file->f_path.mnt);
 	if (!run_gate(&w, &a, &r))
 		return r;
 	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
@@ -465,7 +517,7 @@ int BPF_PROG(custode_mmap_file, struct file *file, unsigned long reqprot, unsign
 	if (!who_init(&w))
 		return 0;
 	ask_inode(&a, file->f_inode);
-	a.len = w.s ? bpf_d_path(&file->f_path, custode_pathbuf_str(&w.s->pb), CUSTODE_PATH_MAX) : -ENOENT;
+	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
 	if (!run_gate(&w, &a, &r))
 		return r;
 	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
@@ -652,9 +704,12 @@ static __always_inline int path_write(__u16 hook, const struct path *path)
 	a.len = w.s ? custode_path_build(&w.s->pb, path->mnt, d, NULL) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;
+	r = decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	if (r)
+		return r;
 	if (!(identity_restrict(&w, inode, CUSTODE_ACCESS_ALL) & CUSTODE_ACCESS_WRITE))
 		return deny(&w, &a, CUSTODE_REASON_FILE_IDENTITY_DENIED);
-	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	return 0;
 }
 
 SEC("lsm/path_truncate")
@@ -711,6 +766,8 @@ static __always_inline int dentry_write(__u16 hook, struct dentry *dentry)
 			break;
 		d = parent;
 	}
+	if (!id && i == IDENTITY_WALK)
+		return deny(&w, &a, CUSTODE_REASON_PATH_TOO_LONG); /* deeper than the walk goes: unresolved, not "no rule" */
 	if (!id || !(id->allow & CUSTODE_ACCESS_WRITE))
 		return deny(&w, &a, CUSTODE_REASON_FILE_WRITE_DENIED);
 	return 0;
@@ -829,8 +886,16 @@ static __always_inline int unix_peer(__u16 hook, struct sock *other)
 	a.len = w.s && d ? custode_path_build(&w.s->pb, BPF_CORE_READ(u, path.mnt), d, NULL) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
 		return r;
-	if (d)
-		return decide_path(&w, &a, CUSTODE_ACCESS_ALL) ? -EACCES : 0;
+	if (d) {
+		__u32 allow;
+
+		if (a.len < 0 || custode_pathbuf_str(&w.s->pb)[0] != '/')
+			return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+		allow = rules_allow(&w, a.len, NULL);
+		if (!(allow & CUSTODE_ACCESS_WRITE))
+			return deny(&w, &a, CUSTODE_REASON_UNIX_CONNECT_DENIED);
+		return 0;
+	}
 	if (!BPF_CORE_READ(u, addr))
 		return 0; /* unnamed */
 	if (sock_in_run(&w, other))

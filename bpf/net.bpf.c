@@ -5,6 +5,10 @@
  * socket created outside a run and passed into it. The run is found from the
  * calling task (not from the socket's cgroup), so such a socket is checked
  * against the policy of the run that uses it. docs/egress.md.
+ *
+ * DNS: every query of a run goes to custode's resolver, its destination
+ * rewritten to the run's own token address; replies and peer names get the
+ * original server back (recvmsg/getpeername). docs/resolver.md.
  */
 #include "net_maps.bpf.h"
 #include "custode/addr.h"
@@ -59,10 +63,103 @@ static __always_inline int net_deny(__u64 run_cgid, struct custode_run *run, __u
 	return enforced ? DENY : ALLOW;
 }
 
+/* ::ffff:127.x.y.z: where the resolver listens (include/custode/resolver.h). */
+static __always_inline bool is_v4_loopback(const __u8 *addr)
+{
+	return !(addr[0] | addr[1] | addr[2] | addr[3] | addr[4] | addr[5] | addr[6] | addr[7] | addr[8] | addr[9]) &&
+	       addr[10] == 0xff && addr[11] == 0xff && addr[12] == 127;
+}
+
+/* A DNS query: port 53 to any address, or the resolver's own port on 127/8. */
+static __always_inline bool is_dns(const __u8 *addr, __u16 port)
+{
+	return port == 53 || (port == CUSTODE_RESOLVER_PORT && is_v4_loopback(addr));
+}
+
 /*
- * The egress decision for a destination in 16-byte form. Order: the
- * classifier's veto (unless granted as a literal), DNS only to the resolver,
- * then a rule, then a live pin.
+ * The run's DNS token, allocated on first use: a random free token is claimed
+ * in the reverse map with BPF_NOEXIST (so no two runs share one), then
+ * published for the run, also with BPF_NOEXIST; a thread of the same run that
+ * published first wins. The loser's claim stays (it names this run too):
+ * only the resolver ever deletes a token, once the run is gone, so the
+ * resolver may cache what a token means. 0: none (deny).
+ */
+static __always_inline __u32 dns_token(__u64 run_cgid)
+{
+	__u32 *t = bpf_map_lookup_elem(&custode_dns_run_token, &run_cgid);
+
+	if (t)
+		return *t;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u32 tok = bpf_get_prandom_u32() & 0xffffff;
+
+		if (tok < CUSTODE_DNS_TOKEN_MIN || tok > CUSTODE_DNS_TOKEN_MAX)
+			continue;
+		if (bpf_map_update_elem(&custode_dns_token_run, &tok, &run_cgid, BPF_NOEXIST))
+			continue; /* taken (or the map is full) */
+		if (!bpf_map_update_elem(&custode_dns_run_token, &run_cgid, &tok, BPF_NOEXIST))
+			return tok;
+		t = bpf_map_lookup_elem(&custode_dns_run_token, &run_cgid);
+		return t ? *t : 0;
+	}
+	return 0;
+}
+
+/*
+ * Send a run's DNS query to the resolver: destination 127.T.T.T (T: the run's
+ * token; ::ffff:127.T.T.T on IPv6 sockets) at the resolver's port. The
+ * original server is kept by socket cookie for the recvmsg/getpeername hooks.
+ * No live resolver serving this network namespace, or no token: denied.
+ */
+static __always_inline int dns_redirect(__u16 hook, struct bpf_sock_addr *ctx, __u64 run_cgid, struct custode_run *run,
+					__u8 *addr, __u16 family, __u16 port)
+{
+	__u16 proto = (__u16)ctx->protocol, type = (__u16)ctx->type;
+	struct custode_dns_orig orig;
+	struct custode_dns_cfg *cfg;
+	__u32 zero = 0, tok;
+	__u64 cookie;
+
+	cfg = bpf_map_lookup_elem(&custode_dns_cfg, &zero);
+	if (!cfg || !(cfg->flags & CUSTODE_DNS_UP) || cfg->alive_until_ns <= bpf_ktime_get_boot_ns() ||
+	    cfg->netns_cookie != bpf_get_netns_cookie(ctx))
+		return net_deny(run_cgid, run, hook, CUSTODE_REASON_NET_DNS_DENIED, family, type, proto, addr, port,
+				custode_addr_classify(addr));
+	tok = dns_token(run_cgid);
+	if (!tok)
+		return net_deny(run_cgid, run, hook, CUSTODE_REASON_NET_DNS_DENIED, family, type, proto, addr, port,
+				custode_addr_classify(addr));
+	/*
+	 * Already the run's own resolver address: nothing to rewrite, and the
+	 * server this socket first addressed stays recorded. (Newer kernels run
+	 * connect4 again after connect6 rewrote to an IPv4-mapped address.)
+	 */
+	if (port == CUSTODE_RESOLVER_PORT && addr[13] == ((tok >> 16) & 0xff) && addr[14] == ((tok >> 8) & 0xff) &&
+	    addr[15] == (tok & 0xff))
+		return ALLOW;
+	__builtin_memset(&orig, 0, sizeof(orig));
+	__builtin_memcpy(orig.addr, addr, 16);
+	orig.port = (__u16)ctx->user_port;
+	orig.family = family;
+	cookie = bpf_get_socket_cookie(ctx);
+	bpf_map_update_elem(&custode_dns_orig, &cookie, &orig, BPF_ANY);
+	if (family == AF_INET) {
+		ctx->user_ip4 = bpf_htonl(0x7f000000 | tok);
+	} else {
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = bpf_htonl(0xffff);
+		ctx->user_ip6[3] = bpf_htonl(0x7f000000 | tok);
+	}
+	ctx->user_port = bpf_htons(CUSTODE_RESOLVER_PORT);
+	return ALLOW;
+}
+
+/*
+ * The egress decision for a destination in 16-byte form. Order: DNS to the
+ * resolver (any server address, special or not), the classifier's veto
+ * (unless granted as a literal), then a rule, then a live pin.
  */
 static __always_inline int egress_decide(__u16 hook, struct bpf_sock_addr *ctx, __u8 *addr, __u16 family)
 {
@@ -77,14 +174,16 @@ static __always_inline int egress_decide(__u16 hook, struct bpf_sock_addr *ctx, 
 	int where, cls;
 
 	where = custode_current_run(&run, &run_cgid);
-	if (where == CUSTODE_NOT_IN_RUN)
-		return ALLOW;
+	if (where == CUSTODE_NOT_IN_RUN) /* the resolver answers runs only: nobody may pose as one */
+		return port == CUSTODE_RESOLVER_PORT && is_v4_loopback(addr) ? DENY : ALLOW;
 	if (where == CUSTODE_UNREGISTERED || !run)
 		return net_deny(run_cgid, NULL, hook, CUSTODE_REASON_RUN_UNREGISTERED, family, type, proto, addr, port, 0);
 	if (run->flags & CUSTODE_RUN_CANCELLED)
 		return net_deny(run_cgid, run, hook, CUSTODE_REASON_RUN_CANCELLED, family, type, proto, addr, port, 0);
 	if (!(run->flags & CUSTODE_RUN_NET))
 		return ALLOW;
+	if (is_dns(addr, port))
+		return dns_redirect(hook, ctx, run_cgid, run, addr, family, port);
 
 	cls = custode_addr_classify(addr);
 	__builtin_memset(&key, 0, sizeof(key));
@@ -104,8 +203,6 @@ static __always_inline int egress_decide(__u16 hook, struct bpf_sock_addr *ctx, 
 		if (!(rule && (rule->flags & CUSTODE_NET_RULE_LITERAL)) && !bpf_map_lookup_elem(&custode_net_private, &priv))
 			return net_deny(run_cgid, run, hook, custode_addr_reason(cls), family, type, proto, addr, port, cls);
 	}
-	if (port == 53)
-		return net_deny(run_cgid, run, hook, CUSTODE_REASON_NET_DNS_DENIED, family, type, proto, addr, port, cls);
 	if (rule)
 		return ALLOW;
 
@@ -170,6 +267,94 @@ SEC("cgroup/sendmsg6")
 int custode_sendmsg6(struct bpf_sock_addr *ctx)
 {
 	return egress6(CUSTODE_HOOK_SENDMSG6, ctx);
+}
+
+/*
+ * Replies and peer names: a source of 127.x.y.z at the resolver's port (only
+ * root can bind it) on a socket whose query was redirected becomes the server
+ * the query was addressed to, so glibc and musl accept the reply. These
+ * programs cannot deny; they return 1.
+ */
+static __always_inline const struct custode_dns_orig *dns_orig_of(struct bpf_sock_addr *ctx, __u16 family)
+{
+	const struct custode_dns_orig *o;
+	__u64 cookie;
+
+	if (ctx->user_port != bpf_htons(CUSTODE_RESOLVER_PORT))
+		return NULL;
+	if (family == AF_INET) {
+		if ((bpf_ntohl(ctx->user_ip4) >> 24) != 127)
+			return NULL;
+	} else if (ctx->user_ip6[0] || ctx->user_ip6[1] || ctx->user_ip6[2] != bpf_htonl(0xffff) ||
+		   (bpf_ntohl(ctx->user_ip6[3]) >> 24) != 127) {
+		return NULL;
+	}
+	cookie = bpf_get_socket_cookie(ctx);
+	o = bpf_map_lookup_elem(&custode_dns_orig, &cookie);
+	/*
+	 * An IPv6 socket may have addressed an IPv4 server (::ffff:a.b.c.d: the
+	 * kernel then runs the IPv4 hooks, which record family AF_INET); the
+	 * 16-byte form restores either way. An IPv4 socket only ever has IPv4.
+	 */
+	if (!o || (family == AF_INET && o->family != AF_INET))
+		return NULL;
+	return o;
+}
+
+static __always_inline int restore4(struct bpf_sock_addr *ctx)
+{
+	const struct custode_dns_orig *o = dns_orig_of(ctx, AF_INET);
+	__u32 ip;
+
+	if (o) {
+		__builtin_memcpy(&ip, &o->addr[12], 4);
+		ctx->user_ip4 = ip;
+		ctx->user_port = o->port;
+	}
+	return 1;
+}
+
+static __always_inline int restore6(struct bpf_sock_addr *ctx)
+{
+	const struct custode_dns_orig *o = dns_orig_of(ctx, AF_INET6);
+	__u32 w;
+
+	if (o) {
+		__builtin_memcpy(&w, &o->addr[0], 4);
+		ctx->user_ip6[0] = w;
+		__builtin_memcpy(&w, &o->addr[4], 4);
+		ctx->user_ip6[1] = w;
+		__builtin_memcpy(&w, &o->addr[8], 4);
+		ctx->user_ip6[2] = w;
+		__builtin_memcpy(&w, &o->addr[12], 4);
+		ctx->user_ip6[3] = w;
+		ctx->user_port = o->port;
+	}
+	return 1;
+}
+
+SEC("cgroup/recvmsg4")
+int custode_recvmsg4(struct bpf_sock_addr *ctx)
+{
+	return restore4(ctx);
+}
+
+SEC("cgroup/recvmsg6")
+int custode_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	return restore6(ctx);
+}
+
+SEC("cgroup/getpeername4")
+int custode_getpeername4(struct bpf_sock_addr *ctx)
+{
+	return restore4(ctx);
+}
+
+SEC("cgroup/getpeername6")
+int custode_getpeername6(struct bpf_sock_addr *ctx)
+{
+	return restore6(ctx);
 }
 
 /* Only TCP and UDP sockets: no raw, ICMP (ping), SCTP, MPTCP, UDP-Lite. */

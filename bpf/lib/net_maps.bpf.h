@@ -4,6 +4,7 @@
 #define CUSTODE_NET_MAPS_BPF_H
 
 #include "custode.bpf.h"
+#include "custode/resolver.h"
 
 /* Egress grants of every run; a miss falls through to the pins, then denies. */
 struct {
@@ -37,5 +38,64 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } custode_pins SEC(".maps");
+
+/*
+ * The resolver (include/custode/resolver.h, docs/resolver.md). No entry, or
+ * a stale heartbeat, means no resolver: DNS is denied.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct custode_dns_cfg);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_dns_cfg SEC(".maps");
+
+/*
+ * Each run's DNS token, allocated by the hooks on the run's first query. The
+ * reverse map is claimed first with BPF_NOEXIST, so a token belongs to one
+ * run only; the resolver deletes the entries of runs that are gone (cgroup
+ * ids are never reused). Full maps: no token, DNS denied.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CUSTODE_MAX_DNS_TOKENS);
+	__type(key, __u64);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_dns_run_token SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CUSTODE_MAX_DNS_TOKENS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_dns_token_run SEC(".maps");
+
+/*
+ * The server each redirected socket last addressed, by socket cookie. LRU:
+ * nothing to clean up; an evicted entry only means the reply keeps the
+ * resolver's address, which the client rejects (fail closed).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CUSTODE_MAX_DNS_ORIG);
+	__type(key, __u64);
+	__type(value, struct custode_dns_orig);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_dns_orig SEC(".maps");
+
+/* The resolver's per-run decision counts; declared here so the engine creates and pins it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 2 * CUSTODE_MAX_RUNS);
+	__type(key, __u64);
+	__type(value, struct custode_dns_counters);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_dns_counters SEC(".maps");
 
 #endif

@@ -56,7 +56,13 @@
 	X(KERNEL_MODULE, 39, "kernel_module") \
 	X(TASK_ALLOC, 40, "task_alloc") \
 	X(MOVE_MOUNT, 41, "move_mount") \
-	X(RESOLVER, 50, "resolver")
+	X(RESOLVER, 50, "resolver") \
+	X(KEY_PERMISSION, 51, "key_permission") \
+	X(FILE_FCNTL, 52, "file_fcntl") \
+	X(FILE_IOCTL, 53, "file_ioctl") \
+	X(INODE_INIT_SECURITY_ANON, 54, "inode_init_security_anon") \
+	X(KERNEL_READ_FILE, 55, "kernel_read_file") \
+	X(KERNEL_LOAD_DATA, 56, "kernel_load_data")
 
 enum custode_hook {
 #define CUSTODE_X_HOOK(sym, num, name) CUSTODE_HOOK_##sym = num,
@@ -98,7 +104,7 @@ struct custode_event_task {
 	__u32 target_tgid;
 	__u64 target_cgroup; /* its cgroup id */
 	__u32 signal;       /* task_kill: the signal; ptrace: the PTRACE_MODE_* mode */
-	__u32 command;      /* bpf: the bpf() command; otherwise 0 */
+	__u32 command;      /* bpf: the bpf() command; bpf_map/bpf_prog: the map or program id; fcntl/ioctl: the command */
 	__u64 _pad;
 };
 

@@ -446,37 +446,40 @@ Test(net, private_keys)
 	custode_policy_free(p);
 }
 
-Test(net, host_entry_refused)
+/* Host entries are not kernel keys: they go to the resolver (userspace/dns), next to the CIDR keys. */
+Test(net, host_entries_go_to_the_resolver)
 {
 	struct custode_policy *p = policy_of(NET("{\"egress\":[{\"cidr\":\"203.0.113.0/24\",\"ports\":[443,80]},"
 						 "{\"cidr\":\"2001:db8::/32\",\"ports\":[443]},"
-						 "{\"host\":\"PyPI.org\",\"ports\":[443]}],"
+						 "{\"host\":\"PyPI.org.\",\"ports\":[443]}],"
 						 "\"private\":[\"10.0.0.0/8\"]}"));
-	struct custode_net_ruleset rs, keep;
+	struct custode_net_ruleset rs;
 	struct custode_refusal why = {0};
-	int err;
 
-	memset(&rs, 0x5c, sizeof(rs));
-	memcpy(&keep, &rs, sizeof(rs));
-	err = custode_policy_compile_net(p, NULL, 0, RS, &rs, &why);
-	cr_assert_eq(err, -ENOTSUP, "%d", err);
-	cr_assert_eq(why.reason, CUSTODE_REASON_POLICY_UNSUPPORTED);
-	cr_assert(strstr(why.detail, "content.network.egress[2].host") != NULL, "detail: %s", why.detail);
-	cr_assert(strstr(why.detail, "pypi.org") != NULL, "detail: %s", why.detail);
-	cr_assert_arr_eq(&rs, &keep, sizeof(rs), "output written on refusal");
+	cr_assert_eq(custode_policy_compile_net(p, NULL, 0, RS, &rs, &why), 0, "%s", why.detail);
+	cr_assert_eq(rs.n, 3, "the CIDR keys");
+	cr_assert_eq(rs.n_priv, 1);
+	cr_assert_eq(rs.n_hosts, 1);
+	cr_assert_str_eq(rs.hosts[0].name, "pypi.org", "lowercase, no trailing dot");
+	cr_assert_eq(rs.hosts[0].proto, CUSTODE_PROTO_TCP);
+	cr_assert_eq(rs.hosts[0].n_ports, 1);
+	cr_assert_eq(rs.hosts[0].ports[0], 443);
+	custode_net_ruleset_free(&rs);
 	custode_policy_free(p);
 }
 
-Test(net, host_entry_first_refused)
+Test(net, host_entry_with_allow)
 {
 	struct custode_policy *p = policy_of(NET("{\"egress\":[{\"host\":\"*.example.com\",\"ports\":[443]}]}"));
 	struct custode_allow a = allow_ok("203.0.113.10:443");
 	struct custode_net_ruleset rs;
 	struct custode_refusal why = {0};
 
-	cr_assert_eq(custode_policy_compile_net(p, &a, 1, RS, &rs, &why), -ENOTSUP);
-	cr_assert_eq(why.reason, CUSTODE_REASON_POLICY_UNSUPPORTED);
-	cr_assert(strstr(why.detail, "content.network.egress[0].host") != NULL, "detail: %s", why.detail);
+	cr_assert_eq(custode_policy_compile_net(p, &a, 1, RS, &rs, &why), 0, "%s", why.detail);
+	cr_assert_eq(rs.n, 1);
+	cr_assert_eq(rs.n_hosts, 1);
+	cr_assert_str_eq(rs.hosts[0].name, "*.example.com");
+	custode_net_ruleset_free(&rs);
 	custode_policy_free(p);
 }
 

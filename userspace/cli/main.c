@@ -5,6 +5,7 @@
 
 #include "bundle/cmd.h"
 #include "cli/commands.h"
+#include "daemon/daemon.h"
 #include "doctor/doctor.h"
 #include "events/events.h"
 #include "run/run.h"
@@ -21,6 +22,7 @@ static const struct {
 	{"engine", custode_cmd_engine, "status, load or unload the pinned engine"},
 	{"profiles", custode_cmd_profiles, "list the built-in profiles"},
 	{"bundle", custode_cmd_bundle, "keygen, sign, verify, inspect signed policy bundles"},
+	{"daemon", custode_cmd_daemon, "the host's daemon: custode's DNS-pinning resolver"},
 };
 
 static void usage(FILE *f)

@@ -21,10 +21,12 @@
 #include "cgroup/cgroup.h"
 #include "engine/engine.h"
 #include "engine/probe.h"
+#include "engine/self.h"
 #include "util/fsutil.h"
 
 #include "file.skel.h"
 #include "net.skel.h"
+#include "proc.skel.h"
 
 static void engine_reset_fds(struct custode_engine *e)
 {
@@ -119,6 +121,8 @@ static __u64 build_digest(void)
 		bytes = file_bpf__elf_bytes(&sz);
 		EVP_DigestUpdate(ctx, bytes, sz);
 		bytes = net_bpf__elf_bytes(&sz);
+		EVP_DigestUpdate(ctx, bytes, sz);
+		bytes = proc_bpf__elf_bytes(&sz);
 		EVP_DigestUpdate(ctx, bytes, sz);
 		if (EVP_DigestFinal_ex(ctx, md, &mdlen) == 1)
 			memcpy(&d, md, sizeof(d));
@@ -332,6 +336,39 @@ static int load_file_class(struct custode_engine *e, struct custode_refusal *why
 	return err;
 }
 
+/*
+ * The process class (bpf/proc.bpf.c). Its bpf_map/bpf_prog programs reserve
+ * custode's objects to the binary loading them now, identified by the
+ * kernel's view of our executable (engine/self.h).
+ */
+static int load_proc_class(struct custode_engine *e, struct custode_refusal *why)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = CUSTODE_PIN_MAPS);
+	struct proc_bpf *skel;
+	__u64 dev = 0, ino = 0;
+	int err;
+
+	err = custode_self_exe_identity(&dev, &ino);
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED,
+				      "identity of this executable (/proc/self/fdinfo, mountinfo): %s", strerror(-err));
+	skel = proc_bpf__open_opts(&opts);
+	if (!skel)
+		return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open process engine: %s",
+				      strerror(errno));
+	skel->rodata->custode_root_cgid = e->meta.root_cgroup_id;
+	skel->rodata->custode_root_level = e->meta.root_level;
+	skel->rodata->custode_exe_dev = dev;
+	skel->rodata->custode_exe_ino = ino;
+	err = proc_bpf__load(skel);
+	if (err)
+		err = lsm_load_refusal(err, "process engine", why);
+	else
+		err = attach_and_pin(skel->obj, -1, NULL, why);
+	proc_bpf__destroy(skel);
+	return err;
+}
+
 static int load_net_class(struct custode_engine *e, struct custode_refusal *why)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = CUSTODE_PIN_MAPS);
@@ -449,6 +486,14 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 	}
 
 	e->meta_fd = bpf_obj_get(CUSTODE_PIN_ROOT "/meta");
+	if (e->meta_fd < 0 && errno == EPERM) {
+		/* The process class reserves the engine to the binary that loaded it: never treat that as "no engine". */
+		err = custode_refuse(why, EPERM, CUSTODE_REASON_ENGINE_PROTECTED,
+				     "the pinned engine is reserved to the custode binary that loaded it (another "
+				     "build or copy of custode is running): use that binary, or reboot "
+				     "(docs/process.md)");
+		goto out;
+	}
 	if (e->meta_fd >= 0 && read_meta(e->meta_fd, &cur) == 0) {
 		bool same_root = cur.abi_version == CUSTODE_ABI_VERSION && cur.root_cgroup_id == root_id &&
 				 cur.root_level == (__u32)level;
@@ -522,11 +567,6 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 				     "the pinned engine lacks classes 0x%x", missing);
 		goto out;
 	}
-	if (missing & CUSTODE_CLASS_PROCESS) {
-		err = custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
-				     "process enforcement is not implemented in this custode");
-		goto out;
-	}
 	/*
 	 * LSM classes first: on hosts that refuse them, nothing else gets pinned
 	 * in vain. Each class that loads is recorded in meta at once, so a later
@@ -535,6 +575,11 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 	if (missing & CUSTODE_CLASS_FILE) {
 		custode_libbpf_log_reset();
 		if ((err = load_file_class(e, why)) || (err = record_class(e, CUSTODE_CLASS_FILE, why)))
+			goto out;
+	}
+	if (missing & CUSTODE_CLASS_PROCESS) {
+		custode_libbpf_log_reset();
+		if ((err = load_proc_class(e, why)) || (err = record_class(e, CUSTODE_CLASS_PROCESS, why)))
 			goto out;
 	}
 	if (missing & CUSTODE_CLASS_EGRESS) {
@@ -626,9 +671,13 @@ int custode_engine_add_rules(struct custode_engine *e, __u32 ruleset, const stru
 		struct custode_path_rule val = {.allow = rs->rules[i].allow, .flags = rs->rules[i].flags};
 		int n = custode_rule_keys(&rs->rules[i], ruleset, keys);
 
-		for (int k = 0; k < n; k++)
+		for (int k = 0; k < n; k++) {
+			/* rename protection is about the path itself (keys[0], "D\0"), never what's below it */
+			if (k == 1)
+				val.flags &= ~CUSTODE_PATH_RULE_PROTECTS_BELOW;
 			if (bpf_map_update_elem(e->rules_fd, &keys[k], &val, BPF_ANY) < 0)
 				return -errno;
+		}
 	}
 	return 0;
 }

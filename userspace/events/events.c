@@ -174,6 +174,27 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 		json_object_set_new(fo, "path_complete", json_boolean(!(ev->flags & CUSTODE_EVENT_PATH_PARTIAL)));
 		json_object_set_new(o, "file", fo);
 	}
+	if (ev->object == CUSTODE_OBJECT_TASK) {
+		const struct custode_event_task *t = &ev->obj.task;
+		json_t *to = json_object();
+
+		/* the other task (ptrace, signals, F_SETOWN's pid), when there is one */
+		if (t->target_tgid || t->target_pid) {
+			json_object_set_new(to, "target_pid", json_integer(t->target_pid));
+			json_object_set_new(to, "target_tgid", json_integer((json_int_t)(int32_t)t->target_tgid));
+		}
+		if (t->target_cgroup)
+			json_object_set_new(to, "target_cgroup", json_integer((json_int_t)t->target_cgroup));
+		if (ev->hook == CUSTODE_HOOK_TASK_KILL)
+			json_object_set_new(to, "signal", json_integer(t->signal));
+		else if (ev->hook == CUSTODE_HOOK_PTRACE_ACCESS_CHECK)
+			json_object_set_new(to, "mode", json_integer(t->signal));
+		if (ev->hook == CUSTODE_HOOK_BPF_MAP || ev->hook == CUSTODE_HOOK_BPF_PROG)
+			json_object_set_new(to, "id", json_integer(t->command));
+		else if (ev->hook == CUSTODE_HOOK_BPF || ev->hook == CUSTODE_HOOK_FILE_FCNTL || ev->hook == CUSTODE_HOOK_FILE_IOCTL)
+			json_object_set_new(to, "command", json_integer(t->command));
+		json_object_set_new(o, "task", to);
+	}
 	if (ev->object == CUSTODE_OBJECT_NET) {
 		const struct custode_event_net *n = &ev->obj.net;
 		static const char *const classes[] = {"ordinary",   "unspecified", "loopback", "private",  "link_local",

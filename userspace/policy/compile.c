@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -155,6 +156,107 @@ static int protect_path_to(struct custode_compiled_rule **rules, size_t *n, size
 	return 0;
 }
 
+struct id_acc {
+	uint32_t ruleset;
+	const struct custode_compiled_rule *const *sub; /* the narrowing rule and the rules below it */
+	size_t n_sub;
+	struct custode_fs_identity *ids;
+	size_t n, cap, tree;
+	bool partial;
+};
+
+static int id_put(struct id_acc *a, const struct stat *st, uint32_t allow, bool restricts)
+{
+	uint64_t dev = custode_kernel_dev(st->st_dev);
+
+	for (size_t j = 0; j < a->n && j < 4096; j++) /* dedup the rule paths themselves; trees are disjoint */
+		if (a->ids[j].key.dev == dev && a->ids[j].key.ino == st->st_ino) {
+			a->ids[j].val.allow &= allow; /* two rules, one inode: the narrower holds */
+			a->ids[j].val.flags |= restricts ? CUSTODE_IDENTITY_RESTRICTS : 0;
+			return 0;
+		}
+	if (a->n == a->cap) {
+		size_t ncap = a->cap ? a->cap * 2 : 64;
+		void *p = realloc(a->ids, ncap * sizeof(*a->ids));
+		if (!p)
+			return -ENOMEM;
+		a->ids = p;
+		a->cap = ncap;
+	}
+	memset(&a->ids[a->n], 0, sizeof(a->ids[a->n]));
+	a->ids[a->n].key.ruleset = a->ruleset;
+	a->ids[a->n].key.dev = dev;
+	a->ids[a->n].key.ino = st->st_ino;
+	a->ids[a->n].val.allow = allow;
+	a->ids[a->n].val.flags = restricts ? CUSTODE_IDENTITY_RESTRICTS : 0;
+	a->n++;
+	return 0;
+}
+
+static int id_add_path(struct id_acc *a, const char *path, uint32_t allow, bool restricts)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return 0; /* not there (yet): matched by path only */
+	return id_put(a, &st, allow, restricts);
+}
+
+/*
+ * Everything below a narrowing directory holds by identity too, with the
+ * classes of the rule that governs its path: a hard link to one of its files,
+ * a bind mount or a rename of one of its subdirectories, made outside the
+ * run, then finds the restriction on the inode itself. Bounded: past
+ * CUSTODE_MAX_TREE_IDS inodes the coverage is partial (reported).
+ */
+static int id_add_tree(struct id_acc *a, const char *dir, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int err = 0;
+
+	if (depth > 64)
+		return 0;
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && !err) {
+		char child[PATH_MAX];
+		struct stat st;
+		uint32_t allow;
+		const struct custode_compiled_rule *gov = NULL;
+		size_t best = 0;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(child, sizeof(child), "%s/%s", dir, de->d_name) >= (int)sizeof(child) ||
+		    lstat(child, &st) < 0)
+			continue;
+		if (a->tree >= CUSTODE_MAX_TREE_IDS) {
+			a->partial = true;
+			break;
+		}
+		/* the governing rule: the longest of the narrowing rule and the rules below it */
+		for (size_t i = 0; i < a->n_sub; i++) {
+			size_t len = strlen(a->sub[i]->path);
+			if (len > best && encloses(a->sub[i]->path, child)) {
+				gov = a->sub[i];
+				best = len;
+			}
+		}
+		if (!gov)
+			continue;
+		allow = gov->allow;
+		a->tree++;
+		if ((err = id_put(a, &st, allow, gov->restricts)))
+			break;
+		if (S_ISDIR(st.st_mode))
+			err = id_add_tree(a, child, depth + 1);
+	}
+	closedir(d);
+	return err;
+}
+
 int custode_policy_compile_fs(const struct custode_policy *p, const struct custode_bindings *b, uint32_t ruleset,
 			      struct custode_fs_ruleset *out, struct custode_refusal *why)
 {
@@ -232,33 +334,37 @@ int custode_policy_compile_fs(const struct custode_policy *p, const struct custo
 				rules[w++] = rules[i];
 		n = w;
 	}
-	/* identities of the rule paths that exist now */
-	ids = calloc(nrules ? nrules : 1, sizeof(*ids));
-	if (!ids) {
+	/* identities of the rule paths that exist now, and of everything below narrowing directories */
+	struct id_acc acc = {.ruleset = ruleset};
+	const struct custode_compiled_rule **subs = NULL;
+
+	for (size_t i = 0; i < nrules; i++) {
+		if ((err = id_add_path(&acc, rules[i].path, rules[i].allow, rules[i].restricts)))
+			goto fail_acc;
+	}
+	subs = calloc(nrules ? nrules : 1, sizeof(*subs));
+	if (!subs) {
 		err = -ENOMEM;
-		goto fail;
+		goto fail_acc;
 	}
 	for (size_t i = 0; i < nrules; i++) {
 		struct stat st;
-		size_t j;
 
-		if (stat(rules[i].path, &st) < 0)
+		if (!rules[i].restricts || lstat(rules[i].path, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
-		for (j = 0; j < n_ids; j++)
-			if (ids[j].key.dev == custode_kernel_dev(st.st_dev) && ids[j].key.ino == st.st_ino)
-				break;
-		if (j < n_ids) { /* two rules, one inode: the narrower holds */
-			ids[j].val.allow &= rules[i].allow;
-			ids[j].val.flags |= rules[i].restricts ? CUSTODE_IDENTITY_RESTRICTS : 0;
-			continue;
-		}
-		ids[n_ids].key.ruleset = ruleset;
-		ids[n_ids].key.dev = custode_kernel_dev(st.st_dev);
-		ids[n_ids].key.ino = st.st_ino;
-		ids[n_ids].val.allow = rules[i].allow;
-		ids[n_ids].val.flags = rules[i].restricts ? CUSTODE_IDENTITY_RESTRICTS : 0;
-		n_ids++;
+		/* rules at or below this one: contiguous after it in path order */
+		acc.n_sub = 0;
+		for (size_t j = i; j < nrules && (j == i || encloses(rules[i].path, rules[j].path)); j++)
+			subs[acc.n_sub++] = &rules[j];
+		acc.sub = subs;
+		if ((err = id_add_tree(&acc, rules[i].path, 0)))
+			goto fail_acc;
 	}
+	free(subs);
+	subs = NULL;
+	ids = acc.ids;
+	n_ids = acc.n;
+	out->ids_partial = acc.partial;
 	free(parent);
 	free(stack);
 	out->rules = rules;
@@ -266,6 +372,9 @@ int custode_policy_compile_fs(const struct custode_policy *p, const struct custo
 	out->ids = ids;
 	out->n_ids = n_ids;
 	return 0;
+fail_acc:
+	free(subs);
+	free(acc.ids);
 fail:
 	free(parent);
 	free(stack);

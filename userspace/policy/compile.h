@@ -34,9 +34,13 @@ struct custode_fs_identity {
 struct custode_fs_ruleset {
 	struct custode_compiled_rule *rules; /* rules, then markers */
 	size_t n;
-	struct custode_fs_identity *ids;     /* the rule paths that existed at compile time */
+	struct custode_fs_identity *ids;     /* rule paths, and everything below narrowing rules, as they existed */
 	size_t n_ids;
+	bool ids_partial;                    /* a narrowing rule's tree had more inodes than CUSTODE_MAX_TREE_IDS */
 };
+
+/* Inodes recorded below narrowing rules, per run (identity of denied trees, docs/file-policy.md). */
+#define CUSTODE_MAX_TREE_IDS 65536
 
 /*
  * Normalise an absolute path in place: collapse "//", drop "/." and a

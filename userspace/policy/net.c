@@ -102,8 +102,8 @@ int custode_allow_parse(const char *s, struct custode_allow *out, struct custode
 		if (!name)
 			goto bad;
 		return custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
-				      "--allow %s: host names need custode's resolver, which this custode lacks; "
-				      "give an address",
+				      "--allow %s: --allow takes an address; name hosts in the policy's "
+				      "network.egress (custode's resolver pins what they resolve to)",
 				      s);
 	}
 	*out = a;
@@ -145,6 +145,40 @@ static int add_key(struct custode_net_ruleset *rs, size_t *cap, uint32_t ruleset
 	return 0;
 }
 
+/* A host entry for the resolver: the name lowercased (the parser did) without a trailing dot. */
+static int add_host(struct custode_net_ruleset *rs, const struct custode_egress_rule *r)
+{
+	struct custode_host_grant *h;
+	size_t len;
+
+	if (rs->n_hosts % 64 == 0) {
+		void *nh = realloc(rs->hosts, (rs->n_hosts + 64) * sizeof(*rs->hosts));
+		if (!nh)
+			return -ENOMEM;
+		rs->hosts = nh;
+	}
+	h = &rs->hosts[rs->n_hosts];
+	memset(h, 0, sizeof(*h));
+	h->name = strdup(r->host);
+	h->ports = calloc(r->n_ports ? r->n_ports : 1, sizeof(*h->ports));
+	if (!h->name || !h->ports) {
+		free(h->name);
+		free(h->ports);
+		return -ENOMEM;
+	}
+	len = strlen(h->name);
+	if (len > 1 && h->name[len - 1] == '.')
+		h->name[len - 1] = 0;
+	for (char *c = h->name; *c; c++)
+		if (*c >= 'A' && *c <= 'Z')
+			*c = (char)(*c + 32);
+	memcpy(h->ports, r->ports, r->n_ports * sizeof(*h->ports));
+	h->n_ports = r->n_ports;
+	h->proto = (uint8_t)r->proto;
+	rs->n_hosts++;
+	return 0;
+}
+
 struct net_pair {
 	struct custode_net_key key;
 	struct custode_net_rule val;
@@ -167,11 +201,9 @@ int custode_policy_compile_net(const struct custode_policy *p, const struct cust
 		const struct custode_egress_rule *r = &p->egress[i];
 
 		if (r->kind == CUSTODE_EGRESS_HOST) {
-			err = custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
-					     "content.network.egress[%zu].host \"%s\": host names need custode's resolver, "
-					     "which this custode lacks",
-					     i, r->host);
-			goto fail;
+			if ((err = add_host(&rs, r)))
+				goto fail;
+			continue;
 		}
 		for (size_t j = 0; j < r->n_ports; j++) {
 			err = add_key(&rs, &cap, ruleset, (uint8_t)r->proto, r->ports[j], r->addr, r->prefixlen, 0);
@@ -246,5 +278,10 @@ void custode_net_ruleset_free(struct custode_net_ruleset *rs)
 	free(rs->keys);
 	free(rs->vals);
 	free(rs->priv);
+	for (size_t i = 0; i < rs->n_hosts; i++) {
+		free(rs->hosts[i].name);
+		free(rs->hosts[i].ports);
+	}
+	free(rs->hosts);
 	memset(rs, 0, sizeof(*rs));
 }

@@ -23,6 +23,17 @@ struct custode_allow {
 	uint8_t proto;
 };
 
+/*
+ * A host entry of the policy, for the resolver (userspace/dns, docs/resolver.md):
+ * the resolver pins the addresses it answers for a matching name on these ports.
+ */
+struct custode_host_grant {
+	char *name; /* lowercase, no trailing dot; a wildcard keeps its "*." */
+	uint8_t proto;
+	uint16_t *ports;
+	size_t n_ports;
+};
+
 struct custode_net_ruleset {
 	struct custode_net_key *keys;
 	struct custode_net_rule *vals;
@@ -30,9 +41,11 @@ struct custode_net_ruleset {
 	struct custode_private_key *priv;
 	size_t n_priv;
 	bool listen;
+	struct custode_host_grant *hosts; /* host entries: handed to the resolver, not to the kernel */
+	size_t n_hosts;
 };
 
-/* "203.0.113.10:443", "[2001:db8::10]:443/udp". Host names: refused (policy.unsupported) until the resolver. */
+/* "203.0.113.10:443", "[2001:db8::10]:443/udp". Host names: refused (policy.unsupported): name hosts in the policy. */
 int custode_allow_parse(const char *s, struct custode_allow *out, struct custode_refusal *why);
 
 int custode_policy_compile_net(const struct custode_policy *p, const struct custode_allow *allows, size_t n_allows,

@@ -407,9 +407,16 @@ static int parse_network(json_t *obj, struct custode_policy *p, struct custode_r
 
 static int parse_limits(json_t *obj, struct custode_policy *p, struct custode_refusal *why)
 {
-	static const char *const fields[] = {"memoryBytes", "pids", "cpu", "wallSeconds", "outputBytes", NULL};
+	static const char *const fields[] = {"memoryBytes", "pids", "cpu", "wallSeconds", "outputBytes", "required", NULL};
+	static const struct {
+		const char *name;
+		uint32_t bit;
+	} names[] = {{"memoryBytes", CUSTODE_LIMIT_MEMORY}, {"pids", CUSTODE_LIMIT_PIDS}, {"cpu", CUSTODE_LIMIT_CPU},
+		     {"wallSeconds", CUSTODE_LIMIT_WALL}, {"outputBytes", CUSTODE_LIMIT_OUTPUT}};
 	struct custode_limits *l = &p->limits;
-	json_t *v;
+	struct jpath jp;
+	json_t *v, *e;
+	size_t i;
 	int err;
 
 	l->memory_bytes = l->pids = l->cpu_millis = l->wall_seconds = l->output_bytes = -1;
@@ -432,6 +439,27 @@ static int parse_limits(json_t *obj, struct custode_policy *p, struct custode_re
 		if (!json_is_number(v) || json_number_value(v) < 0.01 || json_number_value(v) > 4096)
 			return BAD(why, "content.limits.cpu: must be a number of CPUs between 0.01 and 4096");
 		l->cpu_millis = (int64_t)(json_number_value(v) * 1000 + 0.5);
+	}
+	/* "required": limits that must be enforced, or the run is refused (limit.unavailable) */
+	if ((v = json_object_get(obj, "required"))) {
+		if (!json_is_array(v))
+			return BAD(why, "content.limits.required: must be an array of limit names");
+		json_array_foreach(v, i, e) {
+			const char *s = json_is_string(e) ? json_string_value(e) : NULL;
+			uint32_t bit = 0;
+
+			jp_index(&jp, "content.limits.required", i);
+			for (size_t k = 0; s && k < sizeof(names) / sizeof(names[0]); k++)
+				if (!strcmp(s, names[k].name))
+					bit = names[k].bit;
+			if (!bit)
+				return BAD(why, "%s: must be one of memoryBytes, pids, cpu, wallSeconds, outputBytes", jp.buf);
+			if (l->required & bit)
+				return BAD(why, "%s: \"%s\" listed twice", jp.buf, s);
+			if (!json_object_get(obj, s))
+				return BAD(why, "%s: \"%s\" is required but not set", jp.buf, s);
+			l->required |= bit;
+		}
 	}
 	return 0;
 }

@@ -39,12 +39,22 @@ struct custode_egress_rule {
 	size_t n_ports;
 };
 
+/* Limits, as bits of custode_limits.required ("required": [...] in the policy). */
+enum custode_limit {
+	CUSTODE_LIMIT_MEMORY = 1u << 0, /* memoryBytes */
+	CUSTODE_LIMIT_PIDS = 1u << 1,   /* pids */
+	CUSTODE_LIMIT_CPU = 1u << 2,    /* cpu */
+	CUSTODE_LIMIT_WALL = 1u << 3,   /* wallSeconds */
+	CUSTODE_LIMIT_OUTPUT = 1u << 4, /* outputBytes */
+};
+
 struct custode_limits {
 	int64_t memory_bytes; /* -1: unset */
 	int64_t pids;
 	int64_t cpu_millis;   /* "cpu": CPUs as a number, stored in thousandths */
 	int64_t wall_seconds;
 	int64_t output_bytes;
+	uint32_t required;    /* enum custode_limit: refuse the run rather than run without these */
 };
 
 struct custode_policy {

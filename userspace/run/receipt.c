@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "run/receipt.h"
+#include "run/seccomp.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
 
@@ -43,11 +44,59 @@ static json_t *argv_json(char *const *argv)
 	return a;
 }
 
+static void limit_json(const struct custode_limit_state *ls, json_t *cg, json_t *not_enforced)
+{
+	if (!ls->requested)
+		return;
+	if (ls->enforced)
+		json_object_set_new(cg, ls->file, json_string(ls->value));
+	else
+		json_array_append_new(not_enforced, json_pack("{s:s, s:s, s:s}", "class", "limits", "limit", ls->name,
+							      "reason", ls->why_not ? ls->why_not : "not enforced"));
+}
+
+/* cgroup limits (enforced, or "no controller"), the wall clock and the output cap. */
+static void limits_json(const struct custode_receipt *r, json_t *enforced, json_t *not_enforced)
+{
+	json_t *cg = json_object();
+	bool any = false;
+
+	if (r->limits) {
+		limit_json(&r->limits->memory, cg, not_enforced);
+		limit_json(&r->limits->pids, cg, not_enforced);
+		limit_json(&r->limits->cpu, cg, not_enforced);
+		if (r->limits->swap_limited)
+			json_object_set_new(cg, "memory.swap.max", json_string("0"));
+		any = r->limits->memory.requested || r->limits->pids.requested || r->limits->cpu.requested;
+	}
+	if (json_object_size(cg))
+		json_array_append_new(enforced, json_pack("{s:s, s:s, s:o}", "class", "limits", "mechanism", "cgroup v2",
+							  "cgroup", cg));
+	else
+		json_decref(cg);
+	if (r->timeout_sec > 0)
+		json_array_append_new(enforced, json_pack("{s:s, s:s, s:I, s:s}", "class", "timeout", "mechanism", "launcher",
+							  "seconds", (json_int_t)r->timeout_sec, "source",
+							  r->timeout_source ? r->timeout_source : "?"));
+	if (r->output_cap >= 0)
+		json_array_append_new(enforced, json_pack("{s:s, s:s, s:I, s:I}", "class", "output", "mechanism",
+							  "launcher (stdout and stderr relayed)", "limit_bytes",
+							  (json_int_t)r->output_cap, "written_bytes", (json_int_t)r->output_written));
+	if (!any && r->timeout_sec <= 0 && r->output_cap < 0)
+		json_array_append_new(not_enforced, json_pack("{s:s, s:s}", "class", "limits", "reason",
+							      "not requested by the policy"));
+}
+
 json_t *custode_receipt_json(const struct custode_receipt *r)
 {
 	static const char *const file_hooks[] = {"lsm/file_open"};
 	static const char *const net_hooks[] = {"cgroup/connect4", "cgroup/connect6", "cgroup/sendmsg4",
 						"cgroup/sendmsg6", "cgroup/sock_create", "cgroup/bind4", "cgroup/bind6"};
+	static const char *const proc_hooks[] = {
+		"lsm/ptrace_access_check", "lsm/ptrace_traceme", "lsm/task_kill", "lsm/file_fcntl", "lsm/file_ioctl",
+		"lsm/bpf", "lsm/bpf_map", "lsm/bpf_prog", "lsm/key_alloc", "lsm/key_permission", "lsm/perf_event_open",
+		"lsm/kernel_module_request", "lsm/kernel_read_file", "lsm/kernel_load_data",
+		"lsm/inode_init_security_anon", "lsm/task_alloc", "lsm/bprm_check_security"};
 	const struct custode_policy *p = r->policy;
 	json_t *o, *enforced = json_array(), *not_enforced = json_array(), *by_reason = json_object(), *pol, *ex;
 	char hex[17];
@@ -66,18 +115,63 @@ json_t *custode_receipt_json(const struct custode_receipt *r)
 							  "cgroup-bpf", "hooks", strings(net_hooks, 7), "egress_keys",
 							  (json_int_t)r->egress_keys, "private_grants",
 							  (json_int_t)r->private_grants, "listen", p->listen));
-		json_array_append_new(enforced, json_pack("{s:s, s:s, s:s}", "class", "sockets", "mechanism", "seccomp",
-							  "detail",
-							  "socket families unix, inet, inet6 and netlink route only; "
-							  "io_uring_setup refused"));
 	} else {
 		json_array_append_new(not_enforced,
 				      json_pack("{s:s, s:s}", "class", "egress", "reason", "not requested by the policy"));
 	}
-	json_array_append_new(not_enforced, json_pack("{s:s, s:s}", "class", "process", "reason",
-						      p->has_process ? "not implemented" : "not requested by the policy"));
-	json_array_append_new(not_enforced, json_pack("{s:s, s:s}", "class", "limits", "reason",
-						      p->has_limits ? "not implemented" : "not requested by the policy"));
+	json_array_append_new(enforced, json_pack("{s:s, s:s, s:s}", "class", "sockets", "mechanism", "seccomp",
+						  "detail",
+						  "socket families unix, inet, inet6 and netlink route only; "
+						  "io_uring refused"));
+	{
+		json_t *denied = json_array();
+
+		for (const char *const *c = custode_seccomp_denied; *c; c++)
+			json_array_append_new(denied, json_string(*c));
+		if (!r->ptrace_allowed) {
+			json_array_append_new(denied, json_string("ptrace"));
+			json_array_append_new(denied, json_string("process_vm_readv"));
+			json_array_append_new(denied, json_string("process_vm_writev"));
+		}
+		json_array_append_new(
+			enforced,
+			json_pack("{s:s, s:s, s:o, s:s, s:s, s:s}", "class", "syscalls", "mechanism", "seccomp", "denied", denied,
+				  "namespaces", "unshare and clone with a namespace flag denied; clone3 ENOSYS (libc falls back to clone)",
+				  "ptrace", r->ptrace_allowed ? "allowed by seccomp (\"ptrace\": \"run\"); the LSM keeps it inside the run"
+							      : "denied",
+				  "foreign_abis", "killed (i386, x32)"));
+	}
+	if (p->has_process)
+		json_array_append_new(enforced, json_pack("{s:s, s:s, s:o, s:s, s:s, s:s}", "class", "process", "mechanism",
+							  "bpf-lsm", "hooks", strings(proc_hooks, sizeof(proc_hooks) / sizeof(proc_hooks[0])),
+							  "ptrace", p->ptrace_run ? "run" : "none", "signals", "run",
+							  "denied", "bpf, keyrings, perf_event_open, userfaultfd, io_uring, "
+							  "module and kexec paths; processes outside the run are unreachable"));
+	else
+		json_array_append_new(not_enforced, json_pack("{s:s, s:s}", "class", "process", "reason",
+							      "not requested by the policy"));
+	limits_json(r, enforced, not_enforced);
+	if (r->env) {
+		json_t *kept = json_array(), *set = json_array();
+
+		for (size_t i = 0; i < r->env->n_kept; i++)
+			json_array_append_new(kept, json_string(r->env->kept[i]));
+		for (size_t i = 0; i < r->env->n; i++) {
+			const char *e = r->env->envp[i];
+			size_t n = strcspn(e, "=");
+			bool from_caller = false;
+
+			for (size_t k = 0; k < r->env->n_kept && !from_caller; k++)
+				from_caller = strlen(r->env->kept[k]) == n && !strncmp(r->env->kept[k], e, n);
+			if (!from_caller)
+				json_array_append_new(set, json_stringn(e, n));
+		}
+		json_array_append_new(enforced, json_pack("{s:s, s:s, s:s, s:o, s:o}", "class", "environment", "mechanism",
+							  "launcher", "allowlist", p->has_env ? "policy" : "default",
+							  "kept", kept, "set", set));
+	}
+	json_array_append_new(enforced, json_pack("{s:s, s:s, s:s}", "class", "file_descriptors", "mechanism", "launcher",
+						  "detail", "every fd above 2 closed before exec (close_range)"));
 	json_array_append_new(enforced, json_pack("{s:s, s:s, s:i, s:i, s:s, s:b, s:s}", "class", "credentials",
 						  "mechanism", "setresuid, capset, prctl", "uid", (int)r->user->uid, "gid",
 						  (int)r->user->gid, "user", r->user->name, "no_new_privs", 1,

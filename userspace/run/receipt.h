@@ -13,6 +13,8 @@
 
 #include "custode/abi.h"
 #include "policy/policy.h"
+#include "run/env.h"
+#include "run/limits.h"
 #include "run/runstate.h"
 #include "run/user.h"
 
@@ -32,10 +34,17 @@ struct custode_receipt {
 	const struct custode_counters *counters;
 	int exit_code;              /* what custode run exits with */
 	int wait_status;            /* raw waitpid status of the command, -1 if unknown */
-	const char *cancelled;      /* "timeout", "signal", or NULL */
+	const char *cancelled;      /* "timeout", "signal", "output", or NULL */
 	bool reaped;                /* the cgroup emptied and was removed */
 	int64_t started_ns, ended_ns; /* CLOCK_REALTIME */
 	int64_t memory_peak, pids_peak; /* -1: not available */
+	const struct custode_limits_applied *limits; /* cgroup limits, or NULL */
+	const struct custode_run_env *env;  /* the command's environment, or NULL */
+	bool ptrace_allowed;        /* seccomp let ptrace through ("ptrace": "run") */
+	int64_t timeout_sec;        /* 0: none */
+	const char *timeout_source; /* "policy" or "--timeout" */
+	int64_t output_cap;         /* -1: no cap */
+	int64_t output_written;
 };
 
 json_t *custode_receipt_json(const struct custode_receipt *r);

@@ -22,10 +22,14 @@
 
 #include "bundle/bundle.h"
 #include "cgroup/cgroup.h"
+#include "dns/launch.h"
+#include "dns/names.h"
 #include "policy/profiles.h"
 #include "run/run.h"
 #include "bundle/jcs.h"
 #include "run/receipt.h"
+#include "run/env.h"
+#include "run/limits.h"
 #include "run/seccomp.h"
 #include "run/user.h"
 #include "util/fsutil.h"
@@ -83,12 +87,18 @@ static void usage(FILE *f)
 		   "                    root. CMD starts with no_new_privs and no capabilities\n"
 		   "  --receipt FILE    write the run's receipt (JSON, docs/receipts.md) to FILE\n"
 		   "                    atomically at the end; `-` for stdout\n"
-		   "  --timeout SEC     kill the whole run after SEC seconds (exit 124)\n"
+		   "  --timeout SEC     kill the whole run after SEC seconds (exit 124); with the\n"
+		   "                    policy's limits.wallSeconds, the shorter wins\n"
 		   "  --audit           report decisions without denying (events say enforced=false)\n"
 		   "  --help            this text\n"
 		   "\n"
+		   "CMD gets a cleared environment (the policy's env list, or PATH, LANG, LC_*,\n"
+		   "TERM, TZ; HOME and TMPDIR are the run's private tmp), no fd above 2, a seccomp\n"
+		   "denylist and the policy's limits (docs/process.md).\n"
+		   "\n"
 		   "Exit: CMD's status (128+N if killed by signal N); 124 timeout; 125 custode\n"
-		   "refused or failed; 126 CMD cannot be executed; 127 CMD not found.\n"
+		   "refused or failed, or the run exceeded limits.outputBytes; 126 CMD cannot be\n"
+		   "executed; 127 CMD not found.\n"
 		   "Denials are summarised on stderr at exit; `custode events` has the details.\n");
 }
 
@@ -176,6 +186,7 @@ int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st
 	if (st->tmp[0])
 		custode_rm_rf(st->tmp);
 	custode_runstate_remove(st->run_id);
+	custode_dns_names_remove(st->run_id);
 	return 0;
 }
 
@@ -304,6 +315,10 @@ struct launch {
 	json_t *bundle_json;
 	bool registered, rules_added, cgroup_made;
 	int lock_fd;
+	struct custode_limits_applied limits; /* cgroup limits written (setup) */
+	struct custode_seccomp filter;        /* compiled in the launcher, installed by the child */
+	struct custode_run_env env;           /* the command's environment */
+	int out_pipe[2], err_pipe[2];         /* the command's stdout/stderr, when the output is capped */
 };
 
 /* A local policy file is trusted like a built-in only if nobody but root could have written it. */
@@ -398,13 +413,6 @@ static int load_policy(const struct run_opts *o, struct launch *l, struct custod
 	}
 	if (err)
 		return err;
-	/* Fail closed: a section custode cannot enforce yet is a refusal, never ignored. */
-	if (p->has_process || p->has_limits || p->has_env) {
-		const char *what = p->has_process ? "process" : p->has_limits ? "limits" : "env";
-		custode_policy_free(p);
-		return custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
-				      "the policy has a content.%s section, which this custode cannot enforce yet", what);
-	}
 	if (o->n_allows && !p->has_network) {
 		custode_policy_free(p);
 		return custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE,
@@ -412,6 +420,20 @@ static int load_policy(const struct run_opts *o, struct launch *l, struct custod
 	}
 	*out = p;
 	return 0;
+}
+
+/*
+ * The engine classes a run needs. A policy with only limits or env sections
+ * asks for none, but the run still needs the engine's maps (registration,
+ * counters, the cancelled flag): the egress class provides them on any host
+ * with cgroup BPF, and its hooks govern nothing for a run without a network
+ * section.
+ */
+static unsigned run_classes(const struct custode_policy *p)
+{
+	unsigned c = custode_policy_classes(p);
+
+	return c ? c : CUSTODE_CLASS_EGRESS;
 }
 
 static int exit_status(int status)
@@ -438,6 +460,7 @@ static void setup_undo(struct launch *l)
 	if (l->st.tmp[0])
 		custode_rm_rf(l->st.tmp);
 	custode_runstate_remove(l->st.run_id);
+	custode_dns_names_remove(l->st.run_id);
 }
 
 static int setup(struct launch *l, const struct run_opts *o, struct custode_refusal *why)
@@ -491,6 +514,9 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 		return err;
 	if ((err = custode_policy_compile_net(l->policy, o->allows, o->n_allows, l->st.ruleset, &l->net, why)))
 		return err;
+	/* host entries: the resolver must be up, and learns the run's names before the run exists */
+	if ((err = custode_dns_run_prepare(l->st.run_id, &l->net, why)))
+		return err;
 	/* Rules before registration, registration before the first process. */
 	l->rules_added = true;
 	if ((err = custode_engine_add_rules(&l->e, l->st.ruleset, &l->rules)))
@@ -507,12 +533,16 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	l->cgroup_made = true;
 	if ((err = custode_cgroup_id(l->st.cgroup, &l->st.cgroup_id)))
 		return custode_refuse(why, -err, CUSTODE_REASON_CGROUP_FAILED, "cgroup id: %s", strerror(-err));
+	if ((err = custode_limits_apply(l->st.cgroup, l->policy, &l->limits, why)))
+		return err;
 	run.run_id = l->st.run_id;
 	run.ruleset = l->st.ruleset;
 	run.flags = (l->policy->has_filesystem ? CUSTODE_RUN_FILE : 0) |
 		    (l->policy->has_network ? CUSTODE_RUN_NET : 0) |
 		    (l->policy->has_network && !l->net.listen ? CUSTODE_RUN_NO_LISTEN : 0) |
-		    (o->audit || l->policy->audit ? CUSTODE_RUN_AUDIT : 0);
+		    (o->audit || l->policy->audit ? CUSTODE_RUN_AUDIT : 0) |
+		    (l->policy->has_process ? CUSTODE_RUN_PROCESS : 0) |
+		    (l->policy->has_process && l->policy->ptrace_run ? CUSTODE_RUN_PTRACE_RUN : 0);
 	run.policy_version = (__u32)l->policy->version;
 	if ((err = custode_engine_register(&l->e, l->st.cgroup_id, &run)))
 		return custode_refuse(why, -err, err == -E2BIG ? CUSTODE_REASON_ENGINE_MAP_FULL : CUSTODE_REASON_RUN_SETUP_FAILED,
@@ -523,7 +553,12 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	return 0;
 }
 
-/* In the child, inside the run's cgroup: exec or report errno on the pipe. */
+/*
+ * In the child, inside the run's cgroup: only the command's stdio survives,
+ * then credentials, seccomp, the run's environment, exec — or errno on the
+ * pipe. Nothing here allocates: the filter and environment were built by the
+ * launcher.
+ */
 static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const struct launch *l, const sigset_t *old,
 						 int errfd)
 {
@@ -531,17 +566,22 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 
 	sigprocmask(SIG_SETMASK, old, NULL);
 	signal(SIGPIPE, SIG_DFL);
+	if (l->out_pipe[1] >= 0 && (dup2(l->out_pipe[1], 1) < 0 || dup2(l->err_pipe[1], 2) < 0))
+		goto fail;
+	/* fds above 2 are closed: nothing the launcher (or its caller) had open reaches the run */
+	if ((errfd > 3 && close_range(3, (unsigned)errfd - 1, 0) < 0) || close_range((unsigned)errfd + 1, ~0U, 0) < 0)
+		goto fail;
 	if (chdir(l->st.workspace) < 0)
 		goto fail;
 	if ((e = custode_run_user_enter(&l->user)) < 0) {
 		errno = -e;
 		goto fail;
 	}
-	if (l->policy->has_network && (e = custode_seccomp_sockets()) < 0) {
+	if ((e = custode_seccomp_apply(&l->filter)) < 0) {
 		errno = -e;
 		goto fail;
 	}
-	setenv("TMPDIR", l->st.tmp, 1);
+	environ = l->env.envp; /* execvp searches the run's PATH */
 	execvp(o->argv[0], o->argv);
 fail:
 	e = errno;
@@ -568,21 +608,124 @@ static pid_t spawn_into(int cgfd, const struct run_opts *o, const struct launch 
 	return (pid_t)pid;
 }
 
+/*
+ * Cancel the run: first the cancelled flag, so every hook denies from this
+ * instant (a process racing to fork or exec is refused), then cgroup.kill.
+ * CUSTODE_TEST_KILL_DELAY_MS (tests only, at most 5000) widens the gap
+ * between the two so the kernel tests can observe the denials.
+ */
+static void cancel_run(struct launch *l)
+{
+	struct custode_run run;
+	const char *delay = getenv("CUSTODE_TEST_KILL_DELAY_MS");
+
+	if (custode_engine_get_run(&l->e, l->st.cgroup_id, &run) == 0) {
+		run.flags |= CUSTODE_RUN_CANCELLED;
+		custode_engine_set_run(&l->e, l->st.cgroup_id, &run);
+	}
+	if (delay) {
+		long ms = strtol(delay, NULL, 10);
+		if (ms > 0)
+			usleep((useconds_t)(ms > 5000 ? 5000 : ms) * 1000);
+	}
+	custode_cgroup_kill(l->st.cgroup);
+}
+
+/* The command's stdout and stderr, relayed to ours and counted against outputBytes. */
+struct relay {
+	int fd[2];       /* read ends (non-blocking); -1 once closed or unused */
+	int64_t cap;     /* bytes the run may write, -1: no cap */
+	int64_t written; /* bytes the run wrote, relayed or not */
+	bool sink_gone[2];
+};
+
+static void relay_out(struct relay *r, int i, const char *buf, size_t n)
+{
+	while (n && !r->sink_gone[i]) {
+		ssize_t w = write(i ? 2 : 1, buf, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			r->sink_gone[i] = true; /* our reader left: keep counting, stop relaying */
+			break;
+		}
+		buf += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Relay what pipe i holds now. Returns true when the cap has just been exceeded. */
+static bool relay_drain(struct relay *r, int i)
+{
+	char buf[65536];
+	bool over = false;
+
+	while (r->fd[i] >= 0) {
+		ssize_t n = read(r->fd[i], buf, sizeof(buf));
+		int64_t room;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			close(r->fd[i]);
+			r->fd[i] = -1;
+			break;
+		}
+		room = r->cap < 0 ? n : r->cap - r->written;
+		if (room > 0)
+			relay_out(r, i, buf, (size_t)(room < n ? room : n));
+		if (r->cap >= 0 && r->written <= r->cap && r->written + n > r->cap)
+			over = true;
+		r->written += n;
+	}
+	return over;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void launch_free(struct launch *l)
+{
+	json_decref(l->bundle_json);
+	if (l->lock_fd >= 0)
+		close(l->lock_fd);
+	for (int i = 0; i < 2; i++) {
+		if (l->out_pipe[i] >= 0)
+			close(l->out_pipe[i]);
+		if (l->err_pipe[i] >= 0)
+			close(l->err_pipe[i]);
+	}
+	custode_fs_ruleset_free(&l->rules);
+	custode_net_ruleset_free(&l->net);
+	custode_seccomp_free(&l->filter);
+	custode_run_env_free(&l->env);
+	custode_policy_free(l->policy);
+	custode_engine_close(&l->e);
+}
+
 int custode_cmd_run(int argc, char **argv)
 {
 	struct custode_refusal why = {0};
 	struct run_opts o;
 	struct launch l;
 	struct custode_counters counters;
+	struct custode_seccomp_opts sopts = {0};
+	struct relay relay = {.fd = {-1, -1}, .cap = -1};
 	sigset_t mask, old;
 	int errpipe[2] = {-1, -1}, sfd = -1, cgfd = -1, status = 0, code, err, exec_errno = 0;
 	pid_t child;
 	bool child_done = false;
 	int cancel_code = -1;
-	const char *cancelled = NULL;
+	const char *cancelled = NULL, *timeout_source = NULL;
 	struct custode_run_peaks peaks = {-1, -1};
 	struct timespec t_start, t_end;
-	long long deadline = 0;
+	long long deadline = 0, timeout_sec = 0;
 	char summary[1024], hex[17];
 
 	err = parse_args(argc, argv, &o);
@@ -590,17 +733,49 @@ int custode_cmd_run(int argc, char **argv)
 		return err > 0 ? 0 : EXIT_REFUSED;
 	memset(&l, 0, sizeof(l));
 	l.lock_fd = -1;
+	l.out_pipe[0] = l.out_pipe[1] = l.err_pipe[0] = l.err_pipe[1] = -1;
 	if ((err = custode_run_user_resolve(o.user, &l.user, &why)))
 		return refuse(&why);
 	if ((err = load_policy(&o, &l, &why)))
 		return refuse(&why);
 	if ((err = custode_host_prepare(&l.e, &why)))
 		goto refused;
-	if ((err = custode_engine_open(&l.e, custode_policy_classes(l.policy), CUSTODE_ENGINE_LOAD, &why)))
+	if ((err = custode_engine_open(&l.e, run_classes(l.policy), CUSTODE_ENGINE_LOAD, &why)))
 		goto refused;
 	if ((err = setup(&l, &o, &why))) {
 		setup_undo(&l);
 		goto refused;
+	}
+	/* the wall clock: --timeout or limits.wallSeconds, whichever is shorter */
+	if (o.timeout_sec) {
+		timeout_sec = o.timeout_sec;
+		timeout_source = "--timeout";
+	}
+	if (custode_limit_is_set(l.policy, l.policy->limits.wall_seconds) &&
+	    (!timeout_sec || l.policy->limits.wall_seconds < timeout_sec)) {
+		timeout_sec = l.policy->limits.wall_seconds;
+		timeout_source = "policy";
+	}
+	sopts.allow_ptrace = l.policy->has_process && l.policy->ptrace_run;
+	if ((err = custode_seccomp_build(&sopts, &l.filter))) {
+		custode_refuse(&why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "seccomp filter: %s", strerror(-err));
+		setup_undo(&l);
+		goto refused;
+	}
+	if ((err = custode_run_env_build(environ, l.policy, l.user.name, l.st.tmp, &l.env))) {
+		custode_refuse(&why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "environment: %s", strerror(-err));
+		setup_undo(&l);
+		goto refused;
+	}
+	if (custode_limit_is_set(l.policy, l.policy->limits.output_bytes)) {
+		/* the output cap needs the bytes to pass through us */
+		if (pipe2(l.out_pipe, O_CLOEXEC) < 0 || pipe2(l.err_pipe, O_CLOEXEC) < 0) {
+			custode_refuse(&why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "output pipes: %s", strerror(errno));
+			setup_undo(&l);
+			goto refused;
+		}
+		relay.cap = l.policy->limits.output_bytes;
+		signal(SIGPIPE, SIG_IGN); /* a reader that leaves must not kill the launcher (and orphan the run) */
 	}
 
 	sigemptyset(&mask);
@@ -628,38 +803,55 @@ int custode_cmd_run(int argc, char **argv)
 	}
 	close(errpipe[1]);
 	close(cgfd);
+	if (l.out_pipe[1] >= 0) {
+		close(l.out_pipe[1]);
+		close(l.err_pipe[1]);
+		l.out_pipe[1] = l.err_pipe[1] = -1;
+		relay.fd[0] = l.out_pipe[0];
+		relay.fd[1] = l.err_pipe[0];
+		l.out_pipe[0] = l.err_pipe[0] = -1; /* owned by the relay now */
+		fcntl(relay.fd[0], F_SETFL, O_NONBLOCK);
+		fcntl(relay.fd[1], F_SETFL, O_NONBLOCK);
+	}
 	if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) != sizeof(exec_errno))
 		exec_errno = 0;
 	close(errpipe[0]);
 
-	if (o.timeout_sec) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		deadline = (ts.tv_sec + o.timeout_sec) * 1000LL + ts.tv_nsec / 1000000;
-	}
+	if (timeout_sec)
+		deadline = now_ms() + timeout_sec * 1000LL;
 	while (!child_done) {
-		struct pollfd pfd = {.fd = sfd, .events = POLLIN};
+		struct pollfd pfd[3] = {{.fd = sfd, .events = POLLIN},
+					{.fd = relay.fd[0], .events = POLLIN},
+					{.fd = relay.fd[1], .events = POLLIN}};
 		struct signalfd_siginfo si;
 		int wait_ms = -1;
 
 		if (deadline) {
-			struct timespec ts;
-			long long now;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			now = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+			long long now = now_ms();
 			if (now >= deadline && cancel_code < 0) {
 				cancel_code = EXIT_TIMEOUT;
 				cancelled = "timeout";
-				fprintf(stderr, "custode: run: timeout after %ld s: killing the run\n", o.timeout_sec);
-				custode_cgroup_kill(l.st.cgroup);
+				fprintf(stderr, "custode: run: timeout after %lld s: killing the run\n", timeout_sec);
+				cancel_run(&l);
 				deadline = 0;
 			} else if (deadline) {
 				wait_ms = (int)(deadline - now);
 			}
 		}
-		if (poll(&pfd, 1, wait_ms) <= 0)
+		if (poll(pfd, 3, wait_ms) <= 0)
 			continue;
-		if (read(sfd, &si, sizeof(si)) != sizeof(si))
+		for (int i = 0; i < 2; i++) {
+			if (!(pfd[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (relay_drain(&relay, i) && cancel_code < 0) {
+				cancel_code = EXIT_REFUSED;
+				cancelled = "output";
+				fprintf(stderr, "custode: run: %s: the run wrote more than %lld bytes: killing the run\n",
+					custode_reason_name(CUSTODE_REASON_LIMIT_OUTPUT), (long long)relay.cap);
+				cancel_run(&l);
+			}
+		}
+		if (!(pfd[0].revents & POLLIN) || read(sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
 		if (si.ssi_signo == SIGCHLD) {
 			pid_t w;
@@ -672,13 +864,25 @@ int custode_cmd_run(int argc, char **argv)
 			cancel_code = 128 + (int)si.ssi_signo;
 			cancelled = "signal";
 			fprintf(stderr, "custode: run: %s: killing the run\n", strsignal((int)si.ssi_signo));
-			custode_cgroup_kill(l.st.cgroup);
+			cancel_run(&l);
 		}
 	}
+	/* what the command left in the pipes, then (after the kill) what the rest of the run wrote */
+	for (int i = 0; i < 2; i++)
+		if (relay_drain(&relay, i) && cancel_code < 0) {
+			cancel_code = EXIT_REFUSED;
+			cancelled = "output";
+		}
 
 	code = cancel_code >= 0 ? cancel_code : exit_status(status);
 	memset(&counters, 0, sizeof(counters));
 	err = custode_run_reap(&l.e, &l.st, &l.rules, &l.net, &counters, &peaks);
+	for (int i = 0; i < 2; i++) {
+		/* still non-blocking: a writer that escaped the run (an fd passed out) can't hold us here */
+		relay_drain(&relay, i);
+		if (relay.fd[i] >= 0)
+			close(relay.fd[i]);
+	}
 	clock_gettime(CLOCK_REALTIME, &t_end);
 	custode_run_id_format(l.st.run_id, hex);
 	if (err)
@@ -691,6 +895,10 @@ int custode_cmd_run(int argc, char **argv)
 	custode_denial_summary(&counters, summary, sizeof(summary));
 	if (strncmp(summary, "0 denials", 9) != 0)
 		fprintf(stderr, "custode: run %s: %s%s\n", hex, summary,
+			(o.audit || l.policy->audit) ? " (audit: nothing was denied)" : "");
+	custode_dns_run_summary(l.st.cgroup_id, summary, sizeof(summary));
+	if (summary[0])
+		fprintf(stderr, "custode: run %s: resolver: %s%s\n", hex, summary,
 			(o.audit || l.policy->audit) ? " (audit: nothing was denied)" : "");
 	if (o.receipt) {
 		struct custode_receipt rc = {
@@ -714,6 +922,13 @@ int custode_cmd_run(int argc, char **argv)
 			.ended_ns = t_end.tv_sec * 1000000000LL + t_end.tv_nsec,
 			.memory_peak = peaks.memory,
 			.pids_peak = peaks.pids,
+			.limits = &l.limits,
+			.env = &l.env,
+			.ptrace_allowed = sopts.allow_ptrace,
+			.timeout_sec = timeout_sec,
+			.timeout_source = timeout_source,
+			.output_cap = relay.cap,
+			.output_written = relay.written,
 		};
 		json_t *j = custode_receipt_json(&rc);
 		int werr = j ? custode_receipt_write(o.receipt, j) : -ENOMEM;
@@ -724,21 +939,10 @@ int custode_cmd_run(int argc, char **argv)
 		json_decref(j);
 	}
 	close(sfd);
-	close(l.lock_fd);
-	custode_fs_ruleset_free(&l.rules);
-	custode_net_ruleset_free(&l.net);
-	custode_policy_free(l.policy);
-	json_decref(l.bundle_json);
-	custode_engine_close(&l.e);
+	launch_free(&l);
 	return code;
 
 refused:
-	json_decref(l.bundle_json);
-	if (l.lock_fd >= 0)
-		close(l.lock_fd);
-	custode_fs_ruleset_free(&l.rules);
-	custode_net_ruleset_free(&l.net);
-	custode_policy_free(l.policy);
-	custode_engine_close(&l.e);
+	launch_free(&l);
 	return refuse(&why);
 }

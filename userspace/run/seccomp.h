@@ -2,14 +2,46 @@
 #ifndef CUSTODE_RUN_SECCOMP_H
 #define CUSTODE_RUN_SECCOMP_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/filter.h>
+
 /*
- * Install, in the run's first process before exec, the seccomp filter that
- * limits sockets to what the cgroup hooks can police: AF_UNIX, AF_INET,
- * AF_INET6, and AF_NETLINK with NETLINK_ROUTE only (glibc's getaddrinfo
- * needs it; changing routes needs CAP_NET_ADMIN). Other families (packet,
- * vsock, bluetooth, ...) and io_uring (which can create sockets without the
- * socket syscall) get EPERM. Returns 0 or -errno.
+ * The launcher's seccomp denylist (docs/process.md), defence in depth below
+ * the BPF-LSM hooks, installed in every run's first process before exec:
+ *
+ * - EPERM: mount family (mount, umount2, pivot_root, chroot, move_mount,
+ *   open_tree, fsopen, fsconfig, fsmount, fspick, mount_setattr), setns,
+ *   unshare and clone with a namespace flag, bpf, perf_event_open, io_uring_*,
+ *   userfaultfd, keyctl, add_key, request_key, module and kexec calls, reboot,
+ *   swapon/swapoff, clock and time setting, open_by_handle_at, acct, iopl,
+ *   ioperm, quotactl; ptrace and process_vm_readv/writev unless the policy
+ *   lets the run trace itself ("ptrace": "run": the LSM then keeps it inside).
+ * - ENOSYS: clone3 (its flags are in memory a filter cannot read; libc then
+ *   falls back to clone, whose flags it can).
+ * - socket() only for AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK with
+ *   NETLINK_ROUTE (getaddrinfo); socketpair() only AF_UNIX.
+ * - Any syscall of a foreign ABI (i386 through int 0x80, x32) kills the process.
+ *
+ * The filter is compiled in the launcher (so an error is a refusal, not a
+ * failed exec) and installed in the child by one seccomp(2) call.
  */
-int custode_seccomp_sockets(void);
+struct custode_seccomp_opts {
+	bool allow_ptrace; /* "ptrace": "run" */
+};
+
+struct custode_seccomp {
+	struct sock_filter *insns;
+	unsigned short len;
+};
+
+/* Compile the filter. Returns 0 or -errno (-ENOSYS: a syscall unknown to this libseccomp). */
+int custode_seccomp_build(const struct custode_seccomp_opts *o, struct custode_seccomp *out);
+/* Install it in the calling thread's process (needs no_new_privs or CAP_SYS_ADMIN). Async-signal-safe. */
+int custode_seccomp_apply(const struct custode_seccomp *f);
+void custode_seccomp_free(struct custode_seccomp *f);
+
+/* The names of the syscalls denied outright, NULL-terminated (for receipts and docs). */
+extern const char *const custode_seccomp_denied[];
 
 #endif

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/self.h"
+#include "util/fsutil.h"
+
+/* The value after "name:\t" on a line of an fdinfo text. */
+static int fdinfo_field(const char *text, const char *name, unsigned long long *out)
+{
+	size_t n = strlen(name);
+
+	for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		char *end;
+
+		if (strncmp(line, name, n) || line[n] != ':')
+			continue;
+		errno = 0;
+		*out = strtoull(line + n + 1, &end, 10);
+		if (errno || end == line + n + 1)
+			return -EINVAL;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int custode_exe_identity_parse(const char *fdinfo, const char *mountinfo, __u64 *dev, __u64 *ino)
+{
+	unsigned long long mnt_id, i;
+	int err;
+
+	if ((err = fdinfo_field(fdinfo, "mnt_id", &mnt_id)) || (err = fdinfo_field(fdinfo, "ino", &i)))
+		return err;
+	/* mountinfo: "ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ..." — MAJOR:MINOR is the superblock's s_dev */
+	for (const char *line = mountinfo; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		unsigned long long id, parent;
+		unsigned major, minor;
+
+		if (sscanf(line, "%llu %llu %u:%u ", &id, &parent, &major, &minor) != 4 || id != mnt_id)
+			continue;
+		if (major >= (1u << 12) || minor >= (1u << 20))
+			return -ERANGE;
+		*dev = (__u64)major << 20 | minor;
+		*ino = i;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int custode_self_exe_identity(__u64 *dev, __u64 *ino)
+{
+	char path[64], *fdinfo = NULL, *mountinfo = NULL;
+	int fd, err;
+
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	err = custode_read_file(path, 1u << 16, &fdinfo, NULL);
+	if (!err)
+		err = custode_read_file("/proc/self/mountinfo", 16u << 20, &mountinfo, NULL);
+	if (!err)
+		err = custode_exe_identity_parse(fdinfo, mountinfo, dev, ino);
+	free(fdinfo);
+	free(mountinfo);
+	close(fd);
+	return err;
+}
