@@ -246,11 +246,36 @@ Test(net, allow_usage_refusals)
 		allow_refused(bad[i], EINVAL, CUSTODE_REASON_RUN_USAGE);
 }
 
-Test(net, allow_host_name_unsupported)
+/* A host name is a grant through the resolver: parsed (lowercased), compiled into a host entry, no literal key. */
+Test(net, allow_host_name_goes_through_the_resolver)
 {
-	allow_refused("pypi.org:443", ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED);
-	allow_refused("files.pythonhosted.org:443/tcp", ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED);
-	allow_refused("localhost:53/udp", ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED);
+	static const struct {
+		const char *in, *host;
+		uint16_t port;
+		uint8_t proto;
+	} cases[] = {{"pypi.org:443", "pypi.org", 443, CUSTODE_PROTO_TCP},
+		     {"Files.PythonHosted.org:443/tcp", "files.pythonhosted.org", 443, CUSTODE_PROTO_TCP},
+		     {"localhost:53/udp", "localhost", 53, CUSTODE_PROTO_UDP}};
+	struct custode_refusal why;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct custode_allow a;
+		struct custode_policy p = {.has_network = true, .listen = true};
+		struct custode_net_ruleset rs;
+
+		memset(&a, 0, sizeof(a));
+		cr_assert_eq(custode_allow_parse(cases[i].in, &a, &why), 0, "%s: %s", cases[i].in, why.detail);
+		cr_assert_str_eq(a.host, cases[i].host);
+		cr_assert_eq(a.port, cases[i].port);
+		cr_assert_eq(a.proto, cases[i].proto);
+		cr_assert_eq(custode_policy_compile_net(&p, &a, 1, 7, &rs, &why), 0, "%s", why.detail);
+		cr_assert_eq(rs.n, 0, "no kernel key: the resolver pins what the name resolves to");
+		cr_assert_eq(rs.n_hosts, 1);
+		cr_assert_str_eq(rs.hosts[0].name, cases[i].host);
+		cr_assert_eq(rs.hosts[0].n_ports, 1);
+		cr_assert_eq(rs.hosts[0].ports[0], cases[i].port);
+		custode_net_ruleset_free(&rs);
+	}
 }
 
 /*

@@ -17,6 +17,7 @@
 
 #include "custode/resolver.h"
 #include "daemon/daemon.h"
+#include "daemon/bundles.h"
 #include "dns/resolver.h"
 #include "dns/wire.h"
 #include "engine/engine.h"
@@ -64,6 +65,12 @@ static void usage(FILE *f)
 		"                          followed; granted: every target must be granted too\n"
 		"  --upstream-timeout MS   per upstream attempt (default 2000; 5000 per query)\n"
 		"  --verbose               log every decision, answers included\n"
+		"  --bundles DIR           watch DIR for signed policy bundles and apply each new\n"
+		"                          version to the live runs started from that policy's\n"
+		"                          bundle, atomically (docs/bundles.md); with --trust\n"
+		"  --trust KEY             a trusted public key (repeatable)\n"
+		"  --threshold N           signatures by N distinct trusted keys (default 1)\n"
+		"  --bundle-state DIR      version floors (default /var/lib/custode/bundles)\n"
 		"  --help                  this text\n"
 		"\n"
 		"Exit: 0 stopped by SIGINT/SIGTERM; 125 refused (daemon.running, not root, no\n"
@@ -291,8 +298,17 @@ int custode_cmd_daemon(int argc, char **argv)
 					     {"cname-targets", required_argument, NULL, 'c'},
 					     {"upstream-timeout", required_argument, NULL, 't'},
 					     {"verbose", no_argument, NULL, 'v'},
+					     {"bundles", required_argument, NULL, 'B'},
+					     {"trust", required_argument, NULL, 'T'},
+					     {"threshold", required_argument, NULL, 'N'},
+					     {"bundle-state", required_argument, NULL, 'S'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
+	const char *bundles_dir = NULL, *bundle_state = NULL, *trust_files[32];
+	size_t n_trust = 0;
+	uint32_t threshold = 1;
+	struct custode_bundle_watch *watch = NULL;
+	static volatile int watch_stop;
 	struct custode_resolver_config cfg;
 	struct custode_refusal why = {0};
 	struct custode_engine e;
@@ -364,6 +380,23 @@ int custode_cmd_daemon(int argc, char **argv)
 			if (cfg.total_ms < ms)
 				cfg.total_ms = ms;
 			break;
+		case 'B':
+			bundles_dir = optarg;
+			break;
+		case 'T':
+			if (n_trust == 32) {
+				fprintf(stderr, "custode: daemon: at most 32 --trust\n");
+				return 2;
+			}
+			trust_files[n_trust++] = optarg;
+			break;
+		case 'N':
+			if (parse_u32("--threshold", optarg, 1, 32, &threshold))
+				return 2;
+			break;
+		case 'S':
+			bundle_state = optarg;
+			break;
 		case 'v':
 			lg.verbose = true;
 			break;
@@ -396,6 +429,10 @@ int custode_cmd_daemon(int argc, char **argv)
 			return EXIT_REFUSED;
 		}
 	}
+	if (!!bundles_dir != !!n_trust) {
+		fprintf(stderr, "custode: daemon: --bundles needs --trust KEY (and --trust needs --bundles)\n");
+		return 2;
+	}
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	if ((err = custode_host_prepare(&e, &why)))
 		goto refused;
@@ -408,6 +445,29 @@ int custode_cmd_daemon(int argc, char **argv)
 	if ((err = custode_resolver_open(&cfg, &hooks, &r, &why))) {
 		custode_engine_close(&e);
 		goto refused;
+	}
+	if (bundles_dir) {
+		struct custode_trust *trust = NULL;
+
+		err = custode_trust_new(&trust);
+		for (size_t i = 0; !err && i < n_trust; i++)
+			err = custode_trust_add_file(trust, trust_files[i], &why) < 0 ? -1 : 0;
+		if (!err)
+			err = custode_trust_set_threshold(trust, threshold, &why);
+		if (!err)
+			err = custode_bundle_watch_open(bundles_dir, bundle_state, trust, &watch, &why);
+		else
+			custode_trust_free(trust);
+		if (!err && (err = custode_bundle_watch_start(watch, &watch_stop)))
+			custode_refuse(&why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "bundle watcher: %s", strerror(-err));
+		if (err) {
+			custode_bundle_watch_close(watch);
+			custode_resolver_close(r);
+			custode_engine_close(&e);
+			goto refused;
+		}
+		fprintf(stderr, "custode daemon: bundles: watching %s (%zu trusted key%s, threshold %u)\n", bundles_dir,
+			n_trust, n_trust == 1 ? "" : "s", threshold);
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal; /* no SA_RESTART: the loop's epoll_wait returns */
@@ -424,6 +484,9 @@ int custode_cmd_daemon(int argc, char **argv)
 		CUSTODE_RESOLVER_PORT, up, cfg.ttl_min, cfg.ttl_max, cfg.grace, cfg.pin_quota,
 		cfg.cname_strict ? "must be granted" : "trusted", (int)getpid());
 	err = custode_resolver_serve(r, &stop);
+	watch_stop = 1;
+	custode_bundle_watch_join(watch);
+	custode_bundle_watch_close(watch);
 	custode_resolver_close(r);
 	custode_engine_close(&e);
 	close(lock);

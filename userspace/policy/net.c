@@ -101,10 +101,12 @@ int custode_allow_parse(const char *s, struct custode_allow *out, struct custode
 		name = name && letter;
 		if (!name)
 			goto bad;
-		return custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
-				      "--allow %s: --allow takes an address; name hosts in the policy's "
-				      "network.egress (custode's resolver pins what they resolve to)",
-				      s);
+		if (strlen(host) >= sizeof(a.host) || strlen(host) > 253)
+			goto bad;
+		for (size_t i = 0; host[i]; i++)
+			a.host[i] = (char)(host[i] >= 'A' && host[i] <= 'Z' ? host[i] - 'A' + 'a' : host[i]);
+		*out = a;
+		return 0; /* a host: through the resolver */
 	}
 	*out = a;
 	return 0;
@@ -212,6 +214,15 @@ int custode_policy_compile_net(const struct custode_policy *p, const struct cust
 		}
 	}
 	for (size_t i = 0; i < n_allows; i++) {
+		if (allows[i].host[0]) {
+			/* an operator's --allow HOST:PORT: a host entry like the policy's own */
+			struct custode_egress_rule r = {.kind = CUSTODE_EGRESS_HOST, .host = (char *)allows[i].host,
+							.proto = allows[i].proto, .ports = (uint16_t *)&allows[i].port,
+							.n_ports = 1};
+			if ((err = add_host(&rs, &r)))
+				goto fail;
+			continue;
+		}
 		err = add_key(&rs, &cap, ruleset, allows[i].proto, allows[i].port, allows[i].addr, 128,
 			      CUSTODE_NET_RULE_LITERAL);
 		if (err)

@@ -21,6 +21,7 @@ struct custode_allow {
 	uint8_t addr[16]; /* IPv4 as ::ffff:a.b.c.d */
 	uint16_t port;
 	uint8_t proto;
+	char host[254];   /* non-empty: a host name, granted through the resolver (not a literal) */
 };
 
 /*
@@ -45,7 +46,12 @@ struct custode_net_ruleset {
 	size_t n_hosts;
 };
 
-/* "203.0.113.10:443", "[2001:db8::10]:443/udp". Host names: refused (policy.unsupported): name hosts in the policy. */
+/*
+ * "203.0.113.10:443", "[2001:db8::10]:443/udp": a literal address, granted
+ * even if private. "pypi.org:443": a host name, granted through custode's
+ * resolver like a policy's host entry (its answers are vetted: no private
+ * addresses).
+ */
 int custode_allow_parse(const char *s, struct custode_allow *out, struct custode_refusal *why);
 
 int custode_policy_compile_net(const struct custode_policy *p, const struct custode_allow *allows, size_t n_allows,

@@ -194,6 +194,8 @@ json_t *custode_receipt_json(const struct custode_receipt *r)
 		json_object_set_new(pol, "content_digest", json_string(r->policy_digest));
 	if (r->bundle)
 		json_object_set(pol, "bundle", (json_t *)r->bundle);
+	if (r->policy_version_at_end && r->policy_version_at_end != (__u32)p->version)
+		json_object_set_new(pol, "version_at_end", json_integer(r->policy_version_at_end));
 
 	ex = json_pack("{s:i}", "code", r->exit_code);
 	if (r->wait_status >= 0 && WIFEXITED(r->wait_status))
@@ -213,6 +215,18 @@ json_t *custode_receipt_json(const struct custode_receipt *r)
 		      "not_enforced", not_enforced, "denials", "total", (json_int_t)total, "by_reason", by_reason, "exit",
 		      ex, "started", rfc3339(r->started_ns), "ended", rfc3339(r->ended_ns), "duration_ms",
 		      (json_int_t)((r->ended_ns - r->started_ns) / 1000000), "cleaned_up", r->reaped);
+	if (o && r->dns) {
+		json_t *dns = json_pack("{s:I, s:I, s:I}", "queries", (json_int_t)r->dns->queries, "answered",
+					(json_int_t)r->dns->answered, "pins", (json_int_t)r->dns->pins);
+		json_t *by = json_object();
+		for (int i = 0; i < CUSTODE_DNS_REASONS; i++) {
+			const char *name = custode_reason_name(CUSTODE_REASON_DNS_NAME_DENIED + i);
+			if (r->dns->denials[i] && name)
+				json_object_set_new(by, name, json_integer((json_int_t)r->dns->denials[i]));
+		}
+		json_object_set_new(dns, "by_reason", by);
+		json_object_set_new(o, "resolver", dns);
+	}
 	if (o) {
 		json_t *res = json_object();
 		json_object_set_new(res, "memory_peak_bytes", r->memory_peak >= 0 ? json_integer(r->memory_peak) : json_null());

@@ -17,6 +17,7 @@
 #include "run/limits.h"
 #include "run/runstate.h"
 #include "run/user.h"
+#include "custode/resolver.h"
 
 #define CUSTODE_RECEIPT_VERSION 1
 
@@ -38,6 +39,8 @@ struct custode_receipt {
 	bool reaped;                /* the cgroup emptied and was removed */
 	int64_t started_ns, ended_ns; /* CLOCK_REALTIME */
 	int64_t memory_peak, pids_peak; /* -1: not available */
+	const struct custode_dns_counters *dns; /* the resolver's counts for the run, or NULL */
+	__u32 policy_version_at_end; /* the version in force at the end (a live update may have changed it) */
 	const struct custode_limits_applied *limits; /* cgroup limits, or NULL */
 	const struct custode_run_env *env;  /* the command's environment, or NULL */
 	bool ptrace_allowed;        /* seccomp let ptrace through ("ptrace": "run") */

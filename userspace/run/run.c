@@ -24,6 +24,7 @@
 #include "cgroup/cgroup.h"
 #include "dns/launch.h"
 #include "dns/names.h"
+#include "dns/resolver.h"
 #include "policy/profiles.h"
 #include "run/run.h"
 #include "bundle/jcs.h"
@@ -50,6 +51,7 @@ struct run_opts {
 	const char *trust[MAX_TRUST];
 	size_t n_trust;
 	struct custode_allow allows[MAX_ALLOWS];
+	const char *allow_strs[MAX_ALLOWS];
 	size_t n_allows;
 	bool profile_set;
 	const char *workspace;
@@ -148,6 +150,7 @@ int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st
 		     struct custode_run_peaks *peaks)
 {
 	struct custode_run run;
+	__u32 ruleset = st->ruleset;
 	int err;
 
 	if (peaks)
@@ -155,6 +158,7 @@ int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st
 
 	/* From here on every hook denies for this run, so nothing races the kill. */
 	if (custode_engine_get_run(e, st->cgroup_id, &run) == 0) {
+		ruleset = run.ruleset; /* a policy swap (custode daemon --bundles) may have replaced the launch's */
 		run.flags |= CUSTODE_RUN_CANCELLED;
 		custode_engine_set_run(e, st->cgroup_id, &run);
 	}
@@ -174,14 +178,14 @@ int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st
 	if (counters && custode_engine_get_counters(e, st->cgroup_id, counters) < 0)
 		memset(counters, 0, sizeof(*counters));
 	custode_engine_unregister(e, st->cgroup_id);
-	if (rs)
-		custode_engine_delete_rules(e, st->ruleset, rs);
+	if (rs && ruleset == st->ruleset)
+		custode_engine_delete_rules(e, ruleset, rs);
 	else
-		custode_engine_delete_ruleset(e, st->ruleset);
-	if (net)
+		custode_engine_delete_ruleset(e, ruleset);
+	if (net && ruleset == st->ruleset)
 		custode_engine_delete_net(e, net);
 	else
-		custode_engine_delete_net_ruleset(e, st->ruleset);
+		custode_engine_delete_net_ruleset(e, ruleset);
 	custode_engine_delete_pins(e, st->cgroup_id); /* the resolver's, unknown here: scan */
 	if (st->tmp[0])
 		custode_rm_rf(st->tmp);
@@ -246,6 +250,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 				fprintf(stderr, "custode: run: refused: run.usage: more than %d --allow\n", MAX_ALLOWS);
 				return -1;
 			}
+			o->allow_strs[o->n_allows] = optarg;
 			if (custode_allow_parse(optarg, &o->allows[o->n_allows], &why) < 0) {
 				fprintf(stderr, "custode: run: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
 				return -1;
@@ -479,6 +484,9 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	custode_run_id_format(l->st.run_id, hex);
 	snprintf(l->st.workspace, sizeof(l->st.workspace), "%s", ws);
 	snprintf(l->st.policy, sizeof(l->st.policy), "%s", l->policy->name);
+	snprintf(l->st.source, sizeof(l->st.source), "%s", l->policy_source ? l->policy_source : "");
+	for (size_t i = 0; i < o->n_allows && i < 16; i++)
+		snprintf(l->st.allows[l->st.n_allows++], sizeof(l->st.allows[0]), "%s", o->allow_strs[i]);
 	l->st.launcher_pid = getpid();
 	l->st.started = time(NULL);
 
@@ -876,6 +884,12 @@ int custode_cmd_run(int argc, char **argv)
 
 	code = cancel_code >= 0 ? cancel_code : exit_status(status);
 	memset(&counters, 0, sizeof(counters));
+	__u32 final_version = 0;
+	{
+		struct custode_run now;
+		if (custode_engine_get_run(&l.e, l.st.cgroup_id, &now) == 0)
+			final_version = now.policy_version;
+	}
 	err = custode_run_reap(&l.e, &l.st, &l.rules, &l.net, &counters, &peaks);
 	for (int i = 0; i < 2; i++) {
 		/* still non-blocking: a writer that escaped the run (an fd passed out) can't hold us here */
@@ -896,6 +910,9 @@ int custode_cmd_run(int argc, char **argv)
 	if (strncmp(summary, "0 denials", 9) != 0)
 		fprintf(stderr, "custode: run %s: %s%s\n", hex, summary,
 			(o.audit || l.policy->audit) ? " (audit: nothing was denied)" : "");
+	/* the resolver's counts, for the receipt, before the summary consumes them */
+	struct custode_dns_counters dns_counts;
+	bool have_dns = custode_resolver_counters(l.st.cgroup_id, &dns_counts, false) == 0;
 	custode_dns_run_summary(l.st.cgroup_id, summary, sizeof(summary));
 	if (summary[0])
 		fprintf(stderr, "custode: run %s: resolver: %s%s\n", hex, summary,
@@ -922,6 +939,8 @@ int custode_cmd_run(int argc, char **argv)
 			.ended_ns = t_end.tv_sec * 1000000000LL + t_end.tv_nsec,
 			.memory_peak = peaks.memory,
 			.pids_peak = peaks.pids,
+			.dns = have_dns ? &dns_counts : NULL,
+			.policy_version_at_end = final_version,
 			.limits = &l.limits,
 			.env = &l.env,
 			.ptrace_allowed = sopts.allow_ptrace,

@@ -59,6 +59,13 @@ int custode_runstate_write(const struct custode_runstate *st)
 		      st->workspace, "policy", st->policy);
 	if (!o)
 		return -ENOMEM;
+	json_object_set_new(o, "source", json_string(st->source));
+	{
+		json_t *a = json_array();
+		for (int i = 0; i < st->n_allows && i < 16; i++)
+			json_array_append_new(a, json_string(st->allows[i]));
+		json_object_set_new(o, "allows", a);
+	}
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (!text)
@@ -110,6 +117,22 @@ int custode_runstate_parse(const char *text, struct custode_runstate *st)
 	    copy_str(o, "workspace", tmp.workspace, sizeof(tmp.workspace)) ||
 	    copy_str(o, "policy", tmp.policy, sizeof(tmp.policy)))
 		goto out;
+	/* optional (state files of older versions lack them) */
+	if (json_object_get(o, "source") && copy_str(o, "source", tmp.source, sizeof(tmp.source)))
+		goto out;
+	if ((v = json_object_get(o, "allows"))) {
+		size_t i;
+		json_t *e;
+
+		if (!json_is_array(v) || json_array_size(v) > 16)
+			goto out;
+		json_array_foreach(v, i, e) {
+			if (!json_is_string(e) || strlen(json_string_value(e)) >= sizeof(tmp.allows[0]))
+				goto out;
+			strcpy(tmp.allows[i], json_string_value(e));
+			tmp.n_allows++;
+		}
+	}
 	*st = tmp;
 	err = 0;
 out:

@@ -22,6 +22,9 @@ struct custode_runstate {
 	char tmp[PATH_MAX];
 	char workspace[PATH_MAX];
 	char policy[128];
+	char source[16];       /* "profile", "file", "bundle": bundle runs follow their policy name's updates */
+	char allows[16][96];   /* the --allow grants, as typed, so a policy swap keeps them */
+	int n_allows;
 };
 
 /* "0123456789abcdef" */

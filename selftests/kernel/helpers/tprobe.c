@@ -16,6 +16,7 @@
  *   tprobe recvfd-connect ADDR PORT   receive a socket over stdin (SCM_RIGHTS), connect it
  *   tprobe wait OP ...             print "ready PID", read a line, do OP, block until stdin closes
  *   tprobe repl                    print "ready PID", then run one "open PATH MODE" per input line
+ *   tprobe spin SECONDS PATH...    open each PATH (read) in a tight loop; print "PATH ok N denied M" each
  * ADDR is an IPv4 or IPv6 literal; IPv6 sockets are used for IPv6 literals.
  * Exit: 0 ok, 1 the operation failed, 2 usage.
  */
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -193,11 +195,39 @@ static int repl(void)
 	return 0;
 }
 
+/* As many opens as it can, for a while: catches windows a request/answer loop would miss. */
+static int spin(int seconds, int n, char **paths)
+{
+	long ok[8] = {0}, denied[8] = {0};
+	time_t end;
+
+	if (n > 8)
+		return 2;
+	printf("ready %d\n", (int)getpid());
+	end = time(NULL) + seconds;
+	while (time(NULL) < end)
+		for (int k = 0; k < 1000; k++)
+			for (int i = 0; i < n; i++) {
+				int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+				if (fd >= 0) {
+					ok[i]++;
+					close(fd);
+				} else {
+					denied[i]++;
+				}
+			}
+	for (int i = 0; i < n; i++)
+		printf("%s ok %ld denied %ld\n", paths[i], ok[i], denied[i]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (argc == 2 && !strcmp(argv[1], "repl"))
 		return repl();
+	if (argc >= 4 && !strcmp(argv[1], "spin"))
+		return spin(atoi(argv[2]), argc - 3, argv + 3);
 	/* tprobe wait OP...: print "ready PID", read a line, do OP, then block until stdin closes */
 	if (argc >= 3 && !strcmp(argv[1], "wait")) {
 		char line[64];

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * custode daemon --bundles DIR: a new version of a policy reaches live runs
+ * started from that policy's bundle, atomically; rollbacks are refused.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "ktest.h"
+
+struct live {
+	struct ktest_dirs d;
+	char name[64], key[400], pub[400], dir[400];
+};
+
+/* A version of the test policy: the workspace readable, ws/ok always, ws/secret never, ws/x when x_allowed. */
+static bool sign_version(struct live *L, int version, bool x_allowed, bool sub_allowed, const char *out)
+{
+	char doc[2048], policy[512], cmd[2048], tmp[600];
+
+	snprintf(doc, sizeof(doc),
+		 "{\"schema\":\"custode.policy/v1\",\"name\":\"%s\",\"version\":%d,\"content\":{\"filesystem\":["
+		 "{\"path\":\"/usr\",\"allow\":[\"read\",\"exec\"]},{\"path\":\"/bin\",\"allow\":[\"read\",\"exec\"]},"
+		 "{\"path\":\"/lib\",\"allow\":[\"read\",\"exec\"]},{\"path\":\"/lib64\",\"allow\":[\"read\",\"exec\"]},"
+		 "{\"path\":\"/etc\",\"allow\":[\"read\"]},"
+		 "{\"path\":\"%s\",\"allow\":[\"read\"]},{\"path\":\"%s/secret\",\"allow\":[]},"
+		 "{\"path\":\"%s/x\",\"allow\":%s},{\"path\":\"%s/sub\",\"allow\":%s}]}}",
+		 L->name, version, L->d.ws, L->d.ws, L->d.ws, x_allowed ? "[\"read\"]" : "[]", L->d.ws,
+		 sub_allowed ? "[\"read\"]" : "[]");
+	snprintf(policy, sizeof(policy), "%s/policy-v%d.json", L->d.root, version);
+	if (!ktest_write_file(policy, doc, 0644))
+		return false;
+	/* write then rename: the daemon never reads a half-written bundle */
+	snprintf(tmp, sizeof(tmp), "%s.part", out);
+	snprintf(cmd, sizeof(cmd), "%s bundle sign --key %s --valid-for 1h %s > %s 2>/dev/null && mv %s %s",
+		 ktest_custode(), L->key, policy, tmp, tmp, out);
+	return system(cmd) == 0;
+}
+
+static bool ask(struct ktest_proc *p, const char *path, char *out, size_t len)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "open %s r\n", path);
+	return write(p->in, cmd, strlen(cmd)) == (ssize_t)strlen(cmd) && ktest_read_line(p->out, out, len, 20000);
+}
+
+/* Ask until the answer is `want` (the daemon applies asynchronously), up to 20 s. */
+static bool ask_until(struct ktest_proc *p, const char *path, const char *want)
+{
+	char line[128];
+
+	for (int i = 0; i < 200; i++) {
+		if (!ask(p, path, line, sizeof(line)))
+			return false;
+		if (!strcmp(line, want))
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+static bool setup(struct live *L, struct ktest_proc *daemon)
+{
+	char cmd[1200];
+	char *argv[] = {(char *)ktest_custode(), "daemon", "--bundles", L->dir, "--trust", L->pub, "--upstream",
+			"127.0.0.1:53", NULL};
+
+	ktest_need_lsm();
+	if (!ASSERT_TRUE(ktest_make_dirs(&L->d), "dirs"))
+		return false;
+	snprintf(L->name, sizeof(L->name), "test/live-%ld-%d", (long)time(NULL), getpid());
+	snprintf(L->key, sizeof(L->key), "%s/key", L->d.root);
+	snprintf(L->pub, sizeof(L->pub), "%s/key.pub", L->d.root);
+	snprintf(L->dir, sizeof(L->dir), "%s/bundles", L->d.root);
+	mkdir(L->dir, 0755);
+	snprintf(cmd, sizeof(cmd), "%s bundle keygen --out %s >/dev/null 2>&1", ktest_custode(), L->key);
+	if (!ASSERT_EQ(system(cmd), 0, "keygen"))
+		return false;
+	/* the fixture files the policy talks about */
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/secret %s/sub && echo ok > %s/ok && echo s > %s/secret/f && echo x > %s/x "
+				   "&& echo sub > %s/sub/f && chmod -R a+rX %s",
+		 L->d.ws, L->d.ws, L->d.ws, L->d.ws, L->d.ws, L->d.ws, L->d.ws);
+	if (!ASSERT_EQ(system(cmd), 0, "fixture files"))
+		return false;
+	return ASSERT_EQ(ktest_spawn(argv, -1, daemon), 0, "daemon");
+}
+
+static void teardown(struct live *L, struct ktest_proc *daemon)
+{
+	char cmd[600];
+
+	kill(daemon->pid, SIGTERM);
+	ktest_wait(daemon, 10000);
+	ktest_proc_close(daemon);
+	snprintf(cmd, sizeof(cmd), "rm -f /var/lib/custode/bundles/test%%live-*");
+	if (system(cmd)) {
+		/* best effort */
+	}
+}
+
+KTEST(bundle_live_update_narrows_and_rollback_is_refused)
+{
+	struct live L;
+	struct ktest_proc daemon, run;
+	char b1[500], b2[500], line[128], f_sub[500];
+	char *argv[] = {(char *)ktest_custode(), "run", "--bundle", b1, "--trust", L.pub, "--workspace", NULL, "--",
+			(char *)ktest_tprobe(), "repl", NULL};
+
+	if (!setup(&L, &daemon))
+		return;
+	snprintf(b1, sizeof(b1), "%s/v1.json", L.d.root);
+	snprintf(b2, sizeof(b2), "%s/v2.dsse.json", L.dir);
+	snprintf(f_sub, sizeof(f_sub), "%s/sub/f", L.d.ws);
+	if (!ASSERT_TRUE(sign_version(&L, 1, true, true, b1), "sign v1"))
+		goto out;
+	argv[5] = L.pub;
+	argv[7] = L.d.ws;
+	if (!ASSERT_EQ(ktest_spawn(argv, -1, &run), 0, "run under v1") ||
+	    !ASSERT_TRUE(ktest_read_line(run.out, line, sizeof(line), 60000), "ready"))
+		goto out;
+	if (ASSERT_TRUE(ask(&run, f_sub, line, sizeof(line)), "ask"))
+		ASSERT_STREQ(line, "ok", "v1 grants ws/sub");
+	/* v2 narrows ws/sub: the daemon applies it to the live run */
+	ASSERT_TRUE(sign_version(&L, 2, true, false, b2), "sign v2 into the directory");
+	ASSERT_TRUE(ask_until(&run, f_sub, "EACCES"), "the run's next open under v2 is denied");
+	/* a rolled-back v1 dropped into the directory: refused, v2 stays */
+	{
+		char cmd[1200], v1copy[500];
+		snprintf(v1copy, sizeof(v1copy), "%s/v1-again.dsse.json", L.dir);
+		snprintf(cmd, sizeof(cmd), "cp %s %s.part && mv %s.part %s", b1, v1copy, v1copy, v1copy);
+		ASSERT_EQ(system(cmd), 0, "drop v1 into the directory");
+		sleep(2);
+		for (int i = 0; i < 5; i++)
+			if (ASSERT_TRUE(ask(&run, f_sub, line, sizeof(line)), "ask"))
+				ASSERT_STREQ(line, "EACCES", "v2 stays in force");
+	}
+	ktest_close_stdin(&run);
+	ktest_wait(&run, 30000);
+	ktest_proc_close(&run);
+out:
+	teardown(&L, &daemon);
+}
+
+/*
+ * Flips between two versions while the run opens files as fast as it can:
+ * a file every version allows is never denied (no empty or partial rule
+ * set), a file every version denies is never opened (no mixed one), and a
+ * file the versions disagree on is seen both ways (the flips happened).
+ */
+KTEST(bundle_live_flip_loop_never_mixes)
+{
+	struct live L;
+	struct ktest_proc daemon, run;
+	char b1[500], line[1024], ok[500], secret[500], x[500], path[500];
+	long ok_ok = -1, ok_denied = -1, secret_ok = -1, secret_denied = -1, x_ok = -1, x_denied = -1, a, d;
+	char *argv[] = {(char *)ktest_custode(), "run", "--bundle", b1, "--trust", NULL, "--workspace", NULL, "--",
+			(char *)ktest_tprobe(), "spin", "12", ok, secret, x, NULL};
+
+	if (!setup(&L, &daemon))
+		return;
+	snprintf(b1, sizeof(b1), "%s/v1.json", L.d.root);
+	snprintf(ok, sizeof(ok), "%s/ok", L.d.ws);
+	snprintf(secret, sizeof(secret), "%s/secret/f", L.d.ws);
+	snprintf(x, sizeof(x), "%s/x", L.d.ws);
+	if (!ASSERT_TRUE(sign_version(&L, 1, true, true, b1), "sign v1"))
+		goto out;
+	argv[5] = L.pub;
+	argv[7] = L.d.ws;
+	if (!ASSERT_EQ(ktest_spawn(argv, -1, &run), 0, "run") ||
+	    !ASSERT_TRUE(ktest_read_line(run.out, line, sizeof(line), 60000), "ready"))
+		goto out;
+	/* versions 2..21 alternate x; ok and secret are the same in every version */
+	for (int v = 2; v <= 21; v++) {
+		char b[500];
+
+		snprintf(b, sizeof(b), "%s/p.dsse.json", L.dir);
+		ASSERT_TRUE(sign_version(&L, v, v % 2, true, b), "sign");
+		usleep(250000);
+	}
+	for (int i = 0; i < 3 && ktest_read_line(run.out, line, sizeof(line), 60000); i++) {
+		if (sscanf(line, "%499s ok %ld denied %ld", path, &a, &d) != 3)
+			continue;
+		if (!strcmp(path, ok))
+			ok_ok = a, ok_denied = d;
+		else if (!strcmp(path, secret))
+			secret_ok = a, secret_denied = d;
+		else if (!strcmp(path, x))
+			x_ok = a, x_denied = d;
+	}
+	ktest_log("ok: %ld/%ld, secret: %ld/%ld, x: %ld/%ld (opened/denied)", ok_ok, ok_denied, secret_ok, secret_denied,
+		  x_ok, x_denied);
+	ASSERT_TRUE(ok_ok > 1000, "the run kept opening");
+	ASSERT_EQ(ok_denied, 0, "a file every version allows was never denied (no empty or partial rule set)");
+	ASSERT_EQ(secret_ok, 0, "a file every version denies was never opened (no mixed rule set)");
+	ASSERT_TRUE(x_ok > 0 && x_denied > 0, "the versions really alternated in the run");
+	ktest_wait(&run, 60000);
+	ktest_proc_close(&run);
+out:
+	teardown(&L, &daemon);
+}
