@@ -206,8 +206,7 @@ static __always_inline int deny(struct who *w, const struct ask *a, __u32 reason
 {
 	__u32 enforced = !w->run || !(w->run->flags & CUSTODE_RUN_AUDIT) || (w->run->flags & CUSTODE_RUN_CANCELLED);
 
-	custode_count(w->run_cgid, reason);
-	if (w->s)
+	if (custode_record(w->run_cgid, a->hook, reason, w->run, enforced) && w->s)
 		file_event(w, a, reason, enforced);
 	return enforced ? -EACCES : 0;
 }
@@ -358,14 +357,13 @@ static __always_inline __u32 open_access(struct file *file)
 
 /*
  * procfs entries of a process (/proc/<pid>/...) belong to the run only if
- * that process is in the run: its cgroup's ancestor at the runs' level.
+ * that process is in the run (custode_cgroup_in_run: launcher and attached runs).
  */
 static __always_inline int proc_foreign(struct who *w, struct inode *inode)
 {
-	unsigned long pi, first, task, anc_addr;
-	struct cgroup *cg, *anc = NULL;
+	unsigned long pi, first, task;
+	struct cgroup *cg;
 	struct pid *pid;
-	int level;
 
 	if (!inode || inode->i_sb->s_magic != PROC_SUPER_MAGIC)
 		return 0;
@@ -378,14 +376,7 @@ static __always_inline int proc_foreign(struct who *w, struct inode *inode)
 		return 1; /* the process is gone: nothing of the run */
 	task = first - bpf_core_field_offset(struct task_struct, pid_links);
 	cg = BPF_CORE_READ((struct task_struct *)task, cgroups, dfl_cgrp);
-	level = BPF_CORE_READ(cg, level);
-	if (level < (int)custode_root_level + 1)
-		return 1;
-	anc_addr = (unsigned long)cg + bpf_core_field_offset(struct cgroup, ancestors) +
-		   (custode_root_level + 1) * sizeof(void *);
-	if (bpf_probe_read_kernel(&anc, sizeof(anc), (void *)anc_addr) || !anc)
-		return 1;
-	return BPF_CORE_READ(anc, kn, id) != w->run_cgid;
+	return !custode_cgroup_in_run(cg, w->run_cgid);
 }
 
 /* A cached allow for this run, inode and mount at this epoch? */
@@ -851,19 +842,10 @@ int BPF_PROG(custode_path_chroot, const struct path *path, int ret)
 
 /* ---- unix sockets ---- */
 
-/* Is the socket's creator in the current run? (its cgroup's ancestor at the runs' level) */
+/* Is the socket's creator in the current run? (custode_cgroup_in_run: launcher and attached runs) */
 static __always_inline int sock_in_run(struct who *w, struct sock *sk)
 {
-	struct cgroup *cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup), *anc = NULL;
-	unsigned long anc_addr;
-
-	if (!cg || BPF_CORE_READ(cg, level) < (int)custode_root_level + 1)
-		return 0;
-	anc_addr = (unsigned long)cg + bpf_core_field_offset(struct cgroup, ancestors) +
-		   (custode_root_level + 1) * sizeof(void *);
-	if (bpf_probe_read_kernel(&anc, sizeof(anc), (void *)anc_addr) || !anc)
-		return 0;
-	return BPF_CORE_READ(anc, kn, id) == w->run_cgid;
+	return custode_cgroup_in_run(BPF_CORE_READ(sk, sk_cgrp_data.cgroup), w->run_cgid);
 }
 
 /*

@@ -58,8 +58,8 @@ static __always_inline int net_deny(__u64 run_cgid, struct custode_run *run, __u
 {
 	__u32 enforced = !run || !(run->flags & CUSTODE_RUN_AUDIT) || (run->flags & CUSTODE_RUN_CANCELLED);
 
-	custode_count(run_cgid, reason);
-	net_event(hook, reason, run, enforced, family, type, proto, addr, port, cls);
+	if (custode_record(run_cgid, hook, reason, run, enforced))
+		net_event(hook, reason, run, enforced, family, type, proto, addr, port, cls);
 	return enforced ? DENY : ALLOW;
 }
 

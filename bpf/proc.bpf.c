@@ -30,9 +30,7 @@ const volatile __u64 custode_exe_ino = 0;
 #define FIOSETOWN 0x8901
 #define SIOCSPGRP 0x8902
 
-/* How many cgroup levels below a run task_run_cgid walks; deeper is "unknown". */
-#define CGROUP_WALK_MAX 32
-#define RUN_UNKNOWN (~0ULL)
+#define RUN_UNKNOWN CUSTODE_RUN_UNKNOWN
 
 /* The id of t's cgroup v2 (kernfs node id, what bpf_get_current_cgroup_id returns). */
 static __always_inline __u64 task_cgid(struct task_struct *t)
@@ -41,35 +39,14 @@ static __always_inline __u64 task_cgid(struct task_struct *t)
 }
 
 /*
- * The run of another task: the id of its cgroup's ancestor one level below
- * custode's root, 0 when the task is in no run, RUN_UNKNOWN when its cgroup is
- * nested too deeply to walk (treated like a run that is not the caller's).
- * BTF pointer reads only (no bpf_probe_read_kernel: withdrawn under lockdown).
+ * The run of another task (launcher or attached; custode_cgroup_run_btf):
+ * 0 when the task is in no run, RUN_UNKNOWN when its cgroup is nested too
+ * deeply to walk (treated like a run that is not the caller's). BTF pointer
+ * reads only (no bpf_probe_read_kernel: withdrawn under lockdown).
  */
 static __always_inline __u64 task_run_cgid(struct task_struct *t)
 {
-	struct cgroup *cg = t->cgroups->dfl_cgrp;
-	struct kernfs_node *kn, *parent;
-	int level, want = (int)custode_root_level + 1;
-
-	if (!custode_root_cgid || !cg)
-		return 0;
-	level = cg->level;
-	if (level < want)
-		return 0;
-	kn = cg->kn;
-	for (int i = 0; i < CGROUP_WALK_MAX && level > want; i++) {
-		kn = kn->parent;
-		level--;
-	}
-	if (level != want)
-		return RUN_UNKNOWN;
-	if (!kn)
-		return 0;
-	parent = kn->parent;
-	if (!parent || parent->id != custode_root_cgid)
-		return 0;
-	return kn->id;
+	return custode_cgroup_run_btf(t->cgroups->dfl_cgrp);
 }
 
 static __always_inline void task_event(__u16 hook, __u32 reason, struct custode_run *run, __u32 enforced,
@@ -108,8 +85,8 @@ static __always_inline int deny(__u16 hook, __u32 reason, struct custode_run *ru
 			 reason == CUSTODE_REASON_RUN_CANCELLED || reason == CUSTODE_REASON_RUN_UNREGISTERED ||
 			 reason == CUSTODE_REASON_PROCESS_BPF_DENIED || reason == CUSTODE_REASON_ENGINE_PROTECTED;
 
-	custode_count(run_cgid, reason);
-	task_event(hook, reason, run, enforced, t, target, detail, command);
+	if (custode_record(run_cgid, hook, reason, run, enforced))
+		task_event(hook, reason, run, enforced, t, target, detail, command);
 	return enforced ? -EPERM : 0;
 }
 

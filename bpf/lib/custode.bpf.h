@@ -104,6 +104,48 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } custode_stats SEC(".maps");
 
+/*
+ * Where attached runs are (include/custode/abi.h, struct custode_gates).
+ * All zero: no attached run, and a task outside custode's subtree is outside
+ * every run.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct custode_gates);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_gates SEC(".maps");
+
+/*
+ * Throttle state per (run, reason). LRU: an evicted entry only restarts its
+ * window (more records, never fewer counts).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CUSTODE_MAX_THROTTLE);
+	__type(key, struct custode_throttle_key);
+	__type(value, struct custode_throttle);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_throttle SEC(".maps");
+
+/* Throttle settings, written by the daemon; zero means the defaults. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct custode_event_cfg);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_event_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct custode_event_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_event_stats SEC(".maps");
+
 /* Engine-wide event sequence number, shared by every object (hence a map). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -120,20 +162,79 @@ enum custode_lookup {
 };
 
 /*
+ * The levels below custode's root level where the current task may be in an
+ * attached run: the gate whose id is `top` (the task's ancestor at the root
+ * level), or 0. An inlined array lookup and compares: no helper call.
+ */
+static __always_inline __u32 custode_gate_levels(__u64 top)
+{
+	struct custode_gates *g;
+	__u32 zero = 0;
+
+	if (!top)
+		return 0;
+	g = bpf_map_lookup_elem(&custode_gates, &zero);
+	if (!g || !g->used)
+		return 0;
+#pragma unroll
+	for (int i = 0; i < CUSTODE_MAX_GATES; i++)
+		if (g->gate[i].id == top)
+			return g->gate[i].levels;
+	return 0;
+}
+
+/*
+ * The attached run of the current task, which lies below a gate: its
+ * ancestor at each level the gate lists, looked up in custode_runs. Attached
+ * cgroups never nest (custode attach refuses it), so at most one matches.
+ */
+static __always_inline int custode_attached_run(__u32 levels, struct custode_run **runp, __u64 *run_cgid)
+{
+#pragma clang loop unroll(disable)
+	for (__u32 i = 0; i < CUSTODE_GATE_LEVELS; i++) {
+		struct custode_run *r;
+		__u64 id;
+
+		if (!(levels >> i))
+			break;
+		if (!((levels >> i) & 1))
+			continue;
+		id = bpf_get_current_ancestor_cgroup_id(custode_root_level + i);
+		if (!id)
+			break; /* the task's cgroup is above this level */
+		r = bpf_map_lookup_elem(&custode_runs, &id);
+		if (r && (r->flags & CUSTODE_RUN_ATTACHED)) {
+			*runp = r;
+			*run_cgid = id;
+			return CUSTODE_IN_RUN;
+		}
+	}
+	return CUSTODE_NOT_IN_RUN;
+}
+
+/*
  * Find the current task's run. The cheap test comes first: a task whose
- * ancestor at custode's root level is not custode's root is outside every run
- * and costs one helper call, no map lookup. Only tasks below custode's root
- * pay the hash lookup. Child cgroups a run creates stay inside the run,
- * because the run is identified by the ancestor one level below the root.
+ * ancestor at custode's root level is neither custode's root nor a gate of
+ * attached runs is outside every run and costs one helper call, an inlined
+ * array lookup and compares — no hash lookup. Tasks below custode's root pay
+ * one hash lookup; tasks below a gate one per level the gate lists. Child
+ * cgroups stay inside their run: a launcher run is the ancestor one level
+ * below the root, an attached run the attached cgroup, whatever lies below.
  */
 static __always_inline int custode_current_run(struct custode_run **runp, __u64 *run_cgid)
 {
-	__u64 id;
+	__u64 id, top;
+	__u32 levels;
 
 	if (!custode_root_cgid)
 		return CUSTODE_NOT_IN_RUN;
-	if (bpf_get_current_ancestor_cgroup_id(custode_root_level) != custode_root_cgid)
-		return CUSTODE_NOT_IN_RUN;
+	top = bpf_get_current_ancestor_cgroup_id(custode_root_level);
+	if (top != custode_root_cgid) {
+		levels = custode_gate_levels(top);
+		if (!levels)
+			return CUSTODE_NOT_IN_RUN;
+		return custode_attached_run(levels, runp, run_cgid);
+	}
 	id = bpf_get_current_ancestor_cgroup_id(custode_root_level + 1);
 	if (!id) /* a task in custode's root cgroup itself: not a run */
 		return CUSTODE_NOT_IN_RUN;
@@ -142,14 +243,115 @@ static __always_inline int custode_current_run(struct custode_run **runp, __u64 
 	return *runp ? CUSTODE_IN_RUN : CUSTODE_UNREGISTERED;
 }
 
-/* The run cgroup of the current task, or 0 when it is outside every run (no map lookup). */
+/*
+ * The run cgroup of the current task, or 0 when it is outside every run. No
+ * map lookup for tasks outside custode's root and every gate; below custode's
+ * root the id is returned unchecked (the caller looks it up); below a gate it
+ * is an attached run's, found by lookups.
+ */
 static __always_inline __u64 custode_current_run_cgid(void)
 {
+	struct custode_run *run = NULL;
+	__u64 top, id = 0;
+	__u32 levels;
+
 	if (!custode_root_cgid)
 		return 0;
-	if (bpf_get_current_ancestor_cgroup_id(custode_root_level) != custode_root_cgid)
-		return 0;
+	top = bpf_get_current_ancestor_cgroup_id(custode_root_level);
+	if (top != custode_root_cgid) {
+		levels = custode_gate_levels(top);
+		if (!levels || custode_attached_run(levels, &run, &id) != CUSTODE_IN_RUN)
+			return 0;
+		return id;
+	}
 	return bpf_get_current_ancestor_cgroup_id(custode_root_level + 1);
+}
+
+/*
+ * The run of another task's cgroup (`cg` a trusted BTF pointer: direct loads,
+ * no probe reads): 0 when it is in no run, CUSTODE_RUN_UNKNOWN when it is
+ * nested too deeply to walk (callers treat that like another run). Walks
+ * kernfs parents up to custode's root level: a child of custode's root is a
+ * launcher run; below a gate, the ancestors at the gate's levels are looked
+ * up among the attached runs.
+ */
+#define CUSTODE_CGROUP_WALK 33
+#define CUSTODE_RUN_UNKNOWN (~0ULL)
+
+static __always_inline __u64 custode_cgroup_run_btf(struct cgroup *cg)
+{
+	struct kernfs_node *kn, *below = NULL;
+	int level, root = (int)custode_root_level;
+	__u32 levels;
+
+	if (!custode_root_cgid || !cg)
+		return 0;
+	level = cg->level;
+	if (level < root)
+		return 0;
+	kn = cg->kn;
+	for (int i = 0; i < CUSTODE_CGROUP_WALK && level > root && kn; i++) {
+		below = kn;
+		kn = kn->parent;
+		level--;
+	}
+	if (level != root)
+		return CUSTODE_RUN_UNKNOWN;
+	if (!kn)
+		return 0;
+	if (kn->id == custode_root_cgid)
+		return below ? below->id : 0;
+	levels = custode_gate_levels(kn->id);
+	if (!levels)
+		return 0;
+	kn = cg->kn;
+	level = cg->level;
+	for (int i = 0; i < CUSTODE_CGROUP_WALK && level >= root && kn; i++) {
+		int bit = level - root;
+
+		if (bit < CUSTODE_GATE_LEVELS && ((levels >> bit) & 1)) {
+			__u64 id = kn->id;
+			struct custode_run *r = bpf_map_lookup_elem(&custode_runs, &id);
+
+			if (r && (r->flags & CUSTODE_RUN_ATTACHED))
+				return id;
+		}
+		kn = kn->parent;
+		level--;
+	}
+	return 0;
+}
+
+/*
+ * Is cgroup `cg` (a pointer read with probe reads) inside run `run_cgid`?
+ * Launcher runs: its ancestor one level below custode's root (one read).
+ * Attached runs, at any level: a walk up the kernfs parents. Deeper than the
+ * walk goes: not inside (callers deny).
+ */
+static __always_inline bool custode_cgroup_in_run(struct cgroup *cg, __u64 run_cgid)
+{
+	struct cgroup *anc = NULL;
+	struct kernfs_node *kn;
+	unsigned long anc_addr;
+	int level;
+
+	if (!cg || !run_cgid)
+		return false;
+	level = BPF_CORE_READ(cg, level);
+	if (level >= (int)custode_root_level + 1) {
+		anc_addr = (unsigned long)cg + bpf_core_field_offset(struct cgroup, ancestors) +
+			   (custode_root_level + 1) * sizeof(void *);
+		if (!bpf_probe_read_kernel(&anc, sizeof(anc), (void *)anc_addr) && anc &&
+		    BPF_CORE_READ(anc, kn, id) == run_cgid)
+			return true;
+	}
+	kn = BPF_CORE_READ(cg, kn);
+	for (int i = 0; i < CUSTODE_CGROUP_WALK && kn; i++) {
+		if (BPF_CORE_READ(kn, id) == run_cgid)
+			return true;
+		kn = BPF_CORE_READ(kn, parent);
+	}
+	return false;
 }
 
 static __always_inline void custode_count(__u64 run_cgid, __u32 reason)
@@ -182,6 +384,8 @@ static __always_inline void custode_event_init(struct custode_event *ev, __u16 h
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 uid_gid = bpf_get_current_uid_gid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct *mm = task->mm;
 	__u32 zero = 0;
 	__u64 *seq = bpf_map_lookup_elem(&custode_seq, &zero);
 
@@ -204,6 +408,118 @@ static __always_inline void custode_event_init(struct custode_event *ev, __u16 h
 	ev->_pad0 = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	__builtin_memset(&ev->obj, 0, sizeof(ev->obj));
+	/*
+	 * The executable by identity (direct BTF loads, cheap in every hook);
+	 * the reader turns it into a path, verified against this identity.
+	 */
+	ev->exe_dev = 0;
+	ev->exe_ino = 0;
+	if (mm) {
+		struct file *exe = mm->exe_file;
+
+		if (exe) {
+			struct inode *inode = exe->f_inode;
+
+			if (inode) {
+				ev->exe_dev = inode->i_sb->s_dev;
+				ev->exe_ino = inode->i_ino;
+			}
+		}
+	}
+	ev->policy_version = run ? run->policy_version : 0;
+	ev->_pad1 = 0;
+}
+
+/* One throttle record: `count` denials of (run, reason) were not recorded. */
+static __always_inline void custode_throttle_event(__u16 hook, __u32 reason, struct custode_run *run, __u64 run_cgid,
+						   __u32 enforced, __u64 count, __u64 total, __u64 since_ns)
+{
+	struct custode_event *ev = bpf_ringbuf_reserve(&custode_events, sizeof(*ev), 0);
+	struct custode_event_stats *es;
+	__u32 zero = 0;
+
+	if (!ev) {
+		custode_count_stat(1);
+		return;
+	}
+	custode_event_init(ev, hook, reason, run, enforced);
+	ev->flags |= CUSTODE_EVENT_THROTTLE;
+	ev->object = CUSTODE_OBJECT_THROTTLE;
+	ev->obj.throttle.count = count;
+	ev->obj.throttle.total = total;
+	ev->obj.throttle.since_ns = since_ns;
+	ev->obj.throttle.run_cgid = run_cgid;
+	bpf_ringbuf_submit(ev, 0);
+	custode_count_stat(0);
+	es = bpf_map_lookup_elem(&custode_event_stats, &zero);
+	if (es)
+		es->throttle_records++;
+}
+
+/*
+ * May this denial write a record? At most `burst` per run, reason and
+ * window; the rest are counted as suppressed. The first denial of a new
+ * window (one CPU wins the cmpxchg) writes a throttle record for what the
+ * previous windows suppressed. Missing state: record (reporting fails open;
+ * the verdict never depends on this).
+ */
+static __always_inline int custode_throttle_pass(__u64 run_cgid, __u16 hook, __u32 reason, struct custode_run *run,
+						 __u32 enforced)
+{
+	struct custode_throttle_key k = {.run_cgid = run_cgid, .reason = reason};
+	struct custode_event_stats *es;
+	struct custode_event_cfg *cfg;
+	struct custode_throttle *t;
+	__u64 now, window = CUSTODE_THROTTLE_WINDOW_NS, ws, sup, rep;
+	__u32 zero = 0, burst = CUSTODE_THROTTLE_BURST;
+
+	cfg = bpf_map_lookup_elem(&custode_event_cfg, &zero);
+	if (cfg) {
+		if (cfg->flags & CUSTODE_EVENT_CFG_NO_THROTTLE)
+			return 1;
+		if (cfg->window_ns)
+			window = cfg->window_ns;
+		if (cfg->burst)
+			burst = cfg->burst;
+	}
+	now = bpf_ktime_get_boot_ns();
+	t = bpf_map_lookup_elem(&custode_throttle, &k);
+	if (!t) {
+		struct custode_throttle init = {.window_start_ns = now};
+
+		bpf_map_update_elem(&custode_throttle, &k, &init, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&custode_throttle, &k);
+		if (!t)
+			return 1;
+	}
+	ws = t->window_start_ns;
+	if (now - ws >= window && __sync_val_compare_and_swap(&t->window_start_ns, ws, now) == ws) {
+		t->in_window = 0; /* increments racing this store are lost: a window may pass a few more */
+		sup = t->suppressed;
+		rep = t->reported;
+		if (sup > rep) {
+			t->reported = sup;
+			custode_throttle_event(hook, reason, run, run_cgid, enforced, sup - rep, sup, ws);
+		}
+	}
+	if (__sync_fetch_and_add(&t->in_window, 1) < burst)
+		return 1;
+	__sync_fetch_and_add(&t->suppressed, 1);
+	es = bpf_map_lookup_elem(&custode_event_stats, &zero);
+	if (es)
+		es->suppressed++;
+	return 0;
+}
+
+/*
+ * Count a denial (exactly, always) and say whether to write its record
+ * (throttling). Every denial site: `if (custode_record(...)) write the record`.
+ */
+static __always_inline int custode_record(__u64 run_cgid, __u16 hook, __u32 reason, struct custode_run *run,
+					  __u32 enforced)
+{
+	custode_count(run_cgid, reason);
+	return custode_throttle_pass(run_cgid, hook, reason, run, enforced);
 }
 
 #endif

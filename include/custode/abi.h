@@ -210,4 +210,94 @@ _Static_assert(sizeof(struct custode_private_key) == 24, "custode_private_key AB
 _Static_assert(sizeof(struct custode_pin_key) == 32, "custode_pin_key ABI");
 _Static_assert(sizeof(struct custode_meta) == 40, "custode_meta ABI");
 
+/* ---- appended for issue 8 (attached runs, event throttling); docs/operations.md, docs/events.md ---- */
+
+/*
+ * Run flag (struct custode_run.flags): the run is an existing cgroup v2 that
+ * `custode attach` registered (outside custode's subtree, found through
+ * custode_gates); launcher runs never have it. `custode gc` leaves such runs
+ * to the daemon, which knows their cgroup paths.
+ */
+#define CUSTODE_RUN_ATTACHED (1u << 7)
+
+/*
+ * Where attached runs are (map custode_gates, an array of one entry). A gate
+ * is the ancestor, at custode's root level, of at least one attached cgroup
+ * (e.g. /sys/fs/cgroup/kubepods.slice); bit i of `levels` says an attached
+ * cgroup at level root_level + i lies below it. A task whose ancestor at the
+ * root level is neither custode's root nor a gate is outside every run: it
+ * pays the one ancestor-id helper call the hooks always made, an inlined
+ * array lookup and a few compares, and no hash lookup (docs/engine.md).
+ *
+ * Written by userspace only, as whole-value updates that a concurrent BPF
+ * reader may see torn (byte by byte). They stay safe because a used slot's id
+ * never changes in place (a slot is freed by one update and reused by a
+ * later one) and `levels` and `used` gain bits only for new attachments and
+ * lose them only after detaching: every mix of old and new bytes still holds
+ * each bit that both versions hold.
+ */
+#define CUSTODE_MAX_GATES 8
+#define CUSTODE_GATE_LEVELS 32 /* attached cgroups lie at most 31 levels below custode's root level */
+
+struct custode_gate {
+	__u64 id;     /* cgroup id of the gate; 0: unused slot */
+	__u32 levels; /* bit i: an attached cgroup at level root_level + i below this gate */
+	__u32 _pad0;
+};
+
+struct custode_gates {
+	__u32 used; /* bit k: gate[k] is in use (0: no attached run at all) */
+	__u32 _pad0;
+	struct custode_gate gate[CUSTODE_MAX_GATES];
+};
+
+/*
+ * In-kernel throttling of denial records, per run and reason (map
+ * custode_throttle, LRU hash). At most `burst` records per window; further
+ * denials of that run and reason are counted (exactly) but not recorded, and
+ * the first denial of the next window writes one throttle record that says
+ * how many were suppressed. Counters (custode_counters) are never throttled.
+ */
+struct custode_throttle_key {
+	__u64 run_cgid; /* 0 for decisions about tasks outside every run (engine.protected) */
+	__u32 reason;
+	__u32 _pad0;
+};
+
+struct custode_throttle {
+	__u64 window_start_ns; /* CLOCK_BOOTTIME; the window that rolls it over is elected by cmpxchg */
+	__u64 in_window;       /* records written in this window */
+	__u64 suppressed;      /* denials not recorded, since the entry was created (monotonic) */
+	__u64 reported;        /* of those, how many throttle records have covered */
+};
+
+/* Value of map custode_event_cfg (array, one entry): written by the daemon. 0 fields: defaults. */
+struct custode_event_cfg {
+	__u64 window_ns; /* default CUSTODE_THROTTLE_WINDOW_NS */
+	__u32 burst;     /* records per run, reason and window; default CUSTODE_THROTTLE_BURST */
+	__u32 flags;     /* enum custode_event_cfg_flags */
+};
+
+enum custode_event_cfg_flags {
+	CUSTODE_EVENT_CFG_NO_THROTTLE = 1u << 0, /* record every denial (tests, debugging) */
+};
+
+#define CUSTODE_THROTTLE_WINDOW_NS 10000000000ull /* 10 s */
+#define CUSTODE_THROTTLE_BURST 100
+#define CUSTODE_MAX_THROTTLE 16384
+
+/* Engine-wide event counters beyond custode_stats (per-CPU array, one entry). */
+struct custode_event_stats {
+	__u64 suppressed;       /* denials not recorded because of throttling */
+	__u64 throttle_records; /* throttle records written (also counted in custode_stats.events) */
+};
+
+_Static_assert(sizeof(struct custode_gate) == 16, "custode_gate ABI");
+_Static_assert(sizeof(struct custode_gates) == 8 + 16 * CUSTODE_MAX_GATES, "custode_gates ABI");
+_Static_assert(sizeof(struct custode_throttle_key) == 16, "custode_throttle_key ABI");
+_Static_assert(sizeof(struct custode_throttle) == 32, "custode_throttle ABI");
+_Static_assert(sizeof(struct custode_event_cfg) == 16, "custode_event_cfg ABI");
+_Static_assert(sizeof(struct custode_event_stats) == 16, "custode_event_stats ABI");
+_Static_assert(CUSTODE_MAX_GATES <= 32, "custode_gates.used is a 32-bit map");
+
 #endif

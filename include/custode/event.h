@@ -10,7 +10,13 @@
 
 #include "custode/types.h"
 
-#define CUSTODE_EVENT_VERSION 1
+/*
+ * 2: policy_version, the executable's identity (exe_dev, exe_ino) and
+ * throttle records (CUSTODE_OBJECT_THROTTLE) after the v1 fields; readers
+ * also accept version 1 records (CUSTODE_EVENT_V1_SIZE bytes + path).
+ */
+#define CUSTODE_EVENT_VERSION 2
+#define CUSTODE_EVENT_V1_SIZE 120
 
 /* The LSM or cgroup hook that made the decision. Stable numbers. */
 #define CUSTODE_HOOKS(X)              \
@@ -73,6 +79,7 @@ enum custode_hook {
 enum custode_event_flags {
 	CUSTODE_EVENT_ENFORCED = 1u << 0,   /* the operation was denied (not audit mode) */
 	CUSTODE_EVENT_PATH_PARTIAL = 1u << 1, /* path[] is not the full resolved path */
+	CUSTODE_EVENT_THROTTLE = 1u << 2,     /* a throttle record: obj.throttle, no decision of its own */
 };
 
 enum custode_object_kind {
@@ -80,6 +87,7 @@ enum custode_object_kind {
 	CUSTODE_OBJECT_FILE = 1,
 	CUSTODE_OBJECT_NET = 2,
 	CUSTODE_OBJECT_TASK = 3,
+	CUSTODE_OBJECT_THROTTLE = 4,
 };
 
 struct custode_event_file {
@@ -108,6 +116,19 @@ struct custode_event_task {
 	__u64 _pad;
 };
 
+/*
+ * A throttle record (flags has CUSTODE_EVENT_THROTTLE): `count` denials of
+ * this run (run_id) and reason were counted but not recorded since the
+ * previous throttle record for them; `total` is the monotonic sum of all
+ * such denials (lets a reader that lost a throttle record catch up).
+ */
+struct custode_event_throttle {
+	__u64 count;
+	__u64 total;
+	__u64 since_ns; /* CLOCK_BOOTTIME start of the window the suppressed denials fell in (the last one) */
+	__u64 run_cgid; /* the run's cgroup id (the throttle state's key, with the reason) */
+};
+
 struct custode_event {
 	__u16 version;     /* CUSTODE_EVENT_VERSION */
 	__u16 size;        /* bytes of this record, path included */
@@ -131,14 +152,22 @@ struct custode_event {
 		struct custode_event_file file;
 		struct custode_event_net net;
 		struct custode_event_task task;
+		struct custode_event_throttle throttle;
 		__u8 raw[32];
 	} obj;
+	/* version 2 */
+	__u64 exe_dev;     /* the task's executable (mm->exe_file): kernel dev_t, 0 for kernel threads */
+	__u64 exe_ino;
+	__u32 policy_version; /* the run's policy version (custode_run.policy_version) */
+	__u32 _pad1;
 	char path[];       /* obj.file.path_len bytes, NUL-terminated */
 };
 
 _Static_assert(sizeof(struct custode_event_file) == 24, "custode_event_file ABI");
 _Static_assert(sizeof(struct custode_event_net) == 32, "custode_event_net ABI");
 _Static_assert(sizeof(struct custode_event_task) == 32, "custode_event_task ABI");
-_Static_assert(sizeof(struct custode_event) == 120, "custode_event ABI");
+_Static_assert(sizeof(struct custode_event_throttle) == 32, "custode_event_throttle ABI");
+_Static_assert(sizeof(struct custode_event) == 144, "custode_event ABI");
+_Static_assert(__builtin_offsetof(struct custode_event, exe_dev) == CUSTODE_EVENT_V1_SIZE, "v1 prefix");
 
 #endif

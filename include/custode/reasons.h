@@ -91,7 +91,13 @@
 	X(LIMIT_UNAVAILABLE, 180, "limit.unavailable", "a required limit has no cgroup controller here") \
 	X(LIMIT_OUTPUT, 181, "limit.output", "the run exceeded its output cap") \
 	X(DAEMON_RUNNING, 190, "daemon.running", "another custode daemon is running") \
-	X(DAEMON_PEER, 191, "daemon.peer", "the control socket refuses this peer")
+	X(DAEMON_PEER, 191, "daemon.peer", "the control socket refuses this peer") \
+	X(DAEMON_NOT_RUNNING, 192, "daemon.not_running", "no custode daemon answers on the control socket") \
+	X(DAEMON_PROTOCOL, 193, "daemon.protocol", "a malformed request or answer on the control socket") \
+	X(ATTACH_CGROUP, 200, "attach.cgroup", "this cgroup cannot be attached as a run") \
+	X(ATTACH_EXISTS, 201, "attach.exists", "the cgroup or the run id already belongs to a run") \
+	X(RUN_NOT_FOUND, 202, "run.not_found", "no such run") \
+	X(POLICY_UNVERIFIED, 203, "policy.unverified", "the run's policy no longer verifies; the run keeps its last good policy")
 
 enum custode_reason {
 #define CUSTODE_X_ENUM(sym, num, name, desc) CUSTODE_REASON_##sym = num,

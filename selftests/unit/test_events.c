@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,6 +45,9 @@ static struct custode_event *make_event(const char *path, size_t path_bytes, siz
 	ev->uid = 1000;
 	ev->gid = 1001;
 	ev->ruleset = 7;
+	ev->policy_version = 9;
+	ev->exe_dev = (8u << 20) | 2;
+	ev->exe_ino = 777;
 	ev->object = CUSTODE_OBJECT_FILE;
 	memcpy(ev->comm, "cat", 4);
 	ev->obj.file.dev = (8u << 20) | 1;
@@ -116,7 +120,8 @@ Test(events, file_event_every_field)
 	json_t *acc, *file;
 
 	cr_assert_not_null(o);
-	cr_assert_eq(get_int(o, "version"), 1);
+	cr_assert_eq(get_int(o, "version"), CUSTODE_EVENT_VERSION);
+	cr_assert_str_eq(get_str(o, "type"), "decision");
 	cr_assert_eq(get_int(o, "seq"), 42);
 	cr_assert_str_eq(get_str(o, "time"), "2026-01-01T00:00:00.123456Z");
 	cr_assert_eq(get_int(o, "boot_ns"), (json_int_t)BOOT_NS);
@@ -131,6 +136,9 @@ Test(events, file_event_every_field)
 	cr_assert_eq(get_int(o, "gid"), 1001);
 	cr_assert_str_eq(get_str(o, "comm"), "cat");
 	cr_assert_eq(get_int(o, "ruleset"), 7);
+	cr_assert_eq(get_int(json_object_get(o, "policy"), "version"), 9);
+	cr_assert_eq(get_int(json_object_get(o, "exe"), "dev"), (8 << 20) | 2);
+	cr_assert_eq(get_int(json_object_get(o, "exe"), "ino"), 777);
 
 	acc = json_object_get(o, "access");
 	cr_assert(json_is_array(acc));
@@ -560,5 +568,75 @@ Test(events, format_truncates_within_the_buffer)
 	cr_assert_eq(strncmp(small, full, 19), 0);
 	free(small);
 	json_decref(o);
+	free(ev);
+}
+
+/* ---- version 1 records and throttle records ---- */
+
+static void set_u16(unsigned char *rec, size_t off, uint16_t v)
+{
+	memcpy(rec + off, &v, sizeof(v));
+}
+
+Test(events, version_1_record_read_with_its_own_layout)
+{
+	/* a v1 record: the 120-byte head, then the path (no exe / policy_version fields) */
+	size_t size, n;
+	struct custode_event *ev = make_file_event("/etc/shadow", &size);
+	unsigned char *v1;
+	json_t *o, *file;
+
+	n = CUSTODE_EVENT_V1_SIZE + sizeof("/etc/shadow");
+	v1 = malloc(n);
+	memcpy(v1, ev, CUSTODE_EVENT_V1_SIZE);
+	memcpy(v1 + CUSTODE_EVENT_V1_SIZE, "/etc/shadow", sizeof("/etc/shadow"));
+	set_u16(v1, offsetof(struct custode_event, version), 1);
+	set_u16(v1, offsetof(struct custode_event, size), (uint16_t)n);
+	o = custode_event_to_json(v1, n, BOOT_TO_WALL);
+	cr_assert_not_null(o);
+	cr_assert_eq(get_int(o, "version"), 1);
+	cr_assert_null(json_object_get(o, "exe"), "v1 has no executable identity");
+	cr_assert_null(json_object_get(o, "policy"), "v1 has no policy version");
+	file = json_object_get(o, "file");
+	cr_assert_str_eq(get_str(file, "path"), "/etc/shadow");
+	json_decref(o);
+	/* a size below the v1 head is refused */
+	set_u16(v1, offsetof(struct custode_event, size), (uint16_t)(CUSTODE_EVENT_V1_SIZE - 1));
+	cr_assert_null(custode_event_to_json(v1, n, 0));
+	free(v1);
+	free(ev);
+}
+
+Test(events, throttle_record)
+{
+	size_t size;
+	struct custode_event *ev = make_event(NULL, 0, &size);
+	json_t *o, *t;
+
+	ev->flags = CUSTODE_EVENT_ENFORCED | CUSTODE_EVENT_THROTTLE;
+	ev->object = CUSTODE_OBJECT_THROTTLE;
+	memset(&ev->obj, 0, sizeof(ev->obj));
+	ev->obj.throttle.count = 999900;
+	ev->obj.throttle.total = 1999800;
+	ev->obj.throttle.since_ns = BOOT_NS - 10000000000LL;
+	ev->obj.throttle.run_cgid = 4242;
+	o = custode_event_to_json(ev, size, BOOT_TO_WALL);
+	cr_assert_not_null(o);
+	cr_assert_str_eq(get_str(o, "type"), "throttle");
+	cr_assert_str_eq(get_str(o, "reason"), "file.read.denied");
+	cr_assert_str_eq(get_str(o, "run_id"), "0123456789abcdef");
+	cr_assert_null(json_object_get(o, "file"), "a throttle record has no object of its own");
+	cr_assert_null(json_object_get(o, "pid"));
+	t = json_object_get(o, "throttle");
+	cr_assert(json_is_object(t));
+	cr_assert_eq(get_int(t, "count"), 999900);
+	cr_assert_eq(get_int(t, "total"), 1999800);
+	cr_assert_eq(get_int(t, "run_cgid"), 4242);
+	cr_assert_str_eq(get_str(t, "since"), "2025-12-31T23:59:50.123456Z");
+	json_decref(o);
+
+	/* the flag without the object kind (or the reverse) is not a record custode writes */
+	ev->object = CUSTODE_OBJECT_FILE;
+	cr_assert_null(custode_event_to_json(ev, size, BOOT_TO_WALL));
 	free(ev);
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attach/cmd.h"
 #include "bundle/cmd.h"
 #include "cli/commands.h"
 #include "daemon/daemon.h"
@@ -22,7 +23,10 @@ static const struct {
 	{"engine", custode_cmd_engine, "status, load or unload the pinned engine"},
 	{"profiles", custode_cmd_profiles, "list the built-in profiles"},
 	{"bundle", custode_cmd_bundle, "keygen, sign, verify, inspect signed policy bundles"},
-	{"daemon", custode_cmd_daemon, "the host's daemon: custode's DNS-pinning resolver"},
+	{"daemon", custode_cmd_daemon, "the host's daemon: stream, control socket, resolver, bundles"},
+	{"attach", custode_cmd_attach, "register an existing cgroup as a run (through the daemon)"},
+	{"detach", custode_cmd_detach, "unregister an attached run"},
+	{"runs", custode_cmd_runs, "list the registered runs, with policy and denial counts"},
 };
 
 static void usage(FILE *f)

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,12 +13,21 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <jansson.h>
 
 #include "custode/resolver.h"
-#include "daemon/daemon.h"
 #include "daemon/bundles.h"
+#include "daemon/control.h"
+#include "daemon/daemon.h"
+#include "daemon/loop.h"
+#include "daemon/service.h"
+#include "daemon/stream.h"
 #include "dns/resolver.h"
 #include "dns/wire.h"
 #include "engine/engine.h"
@@ -30,27 +40,40 @@
 
 static volatile sig_atomic_t stop;
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: custode daemon [--upstream ADDR[:PORT]]... [--ttl-min SEC] [--ttl-max SEC]\n"
-		"                      [--pin-grace SEC] [--pin-quota N] [--deny refused|nxdomain]\n"
-		"                      [--cname-targets trusted|granted] [--upstream-timeout MS] [--verbose]\n"
+		"usage: custode daemon [--no-resolver | --upstream ADDR[:PORT]]... [resolver options]\n"
+		"                      [--bundles DIR --trust KEY...] [--stream json|text|none]\n"
+		"                      [--events-file PATH [--events-file-max BYTES] [--events-file-keep N]]\n"
+		"                      [--history N] [--throttle BURST/SECONDS | --no-throttle]\n"
+		"                      [--metrics-listen ADDR:PORT] [--metrics-file PATH]\n"
 		"\n"
-		"Run the host's custode daemon in the foreground (one per host). It hosts the\n"
-		"resolver: every DNS query of a run whose policy has a network section is\n"
-		"redirected to it; it answers names the run's policy grants, resolves them\n"
-		"upstream, drops special addresses, pins the rest for that run, then replies\n"
-		"(docs/resolver.md). Without it, runs get no DNS and `custode run` refuses\n"
-		"policies that name hosts (dns.no_resolver). Logs go to stderr; each resolver\n"
-		"decision that denies or drops something is one line with a JSON object.\n"
+		"Run the host's custode daemon in the foreground (one per host; docs/operations.md).\n"
+		"It adopts the pinned engine and every run it holds (reaping runs whose cgroup is\n"
+		"gone, reporting attached runs whose policy no longer verifies), consumes the\n"
+		"engine's denial records (stdout, --events-file, `custode events`), serves the\n"
+		"control socket " CUSTODE_CONTROL_SOCKET " (root only: `custode attach`,\n"
+		"`detach`, `runs`), metrics, the resolver and bundle watching. Killing it leaves\n"
+		"every run confined; the next start takes them over.\n"
 		"\n"
+		"Stream and metrics:\n"
+		"  --stream json|text|none  stdout: one JSON record per line (default), one\n"
+		"                          human line, or nothing. Never blocks: a slow reader\n"
+		"                          loses lines, counted (custode_stream_sink_dropped_total)\n"
+		"  --events-file PATH      also append JSON records to PATH, rotated past\n"
+		"  --events-file-max BYTES   (default 64M; K, M, G suffixes) into PATH.1 ...\n"
+		"  --events-file-keep N      PATH.N (default 5)\n"
+		"  --history N             records kept for `custode events` (default 10000)\n"
+		"  --throttle BURST/SECONDS  in-kernel throttling: at most BURST records per run\n"
+		"                          and reason per SECONDS (default 100/10), then one\n"
+		"                          throttle record per window; counters stay exact\n"
+		"  --no-throttle           record every denial\n"
+		"  --metrics-listen ADDR:PORT  Prometheus text on http://ADDR:PORT/metrics\n"
+		"  --metrics-file PATH     and/or rewritten every 15 s (node_exporter textfile)\n"
+		"\n"
+		"Resolver (docs/resolver.md):\n"
+		"  --no-resolver           don't run it (runs with host entries are then refused)\n"
 		"  --upstream ADDR[:PORT]  upstream resolver (repeatable, at most %d; IPv6 as\n"
 		"                          [ADDR]:PORT); default: the nameservers of /etc/resolv.conf\n"
 		"  --ttl-min SEC           pins live at least this long (default 30) ...\n"
@@ -65,15 +88,20 @@ static void usage(FILE *f)
 		"                          followed; granted: every target must be granted too\n"
 		"  --upstream-timeout MS   per upstream attempt (default 2000; 5000 per query)\n"
 		"  --verbose               log every decision, answers included\n"
+		"\n"
+		"Bundles:\n"
 		"  --bundles DIR           watch DIR for signed policy bundles and apply each new\n"
 		"                          version to the live runs started from that policy's\n"
-		"                          bundle, atomically (docs/bundles.md); with --trust\n"
+		"                          bundle, atomically (docs/bundles.md); with --trust.\n"
+		"                          `custode attach --policy NAME` takes policies from DIR\n"
 		"  --trust KEY             a trusted public key (repeatable)\n"
 		"  --threshold N           signatures by N distinct trusted keys (default 1)\n"
 		"  --bundle-state DIR      version floors (default /var/lib/custode/bundles)\n"
 		"  --help                  this text\n"
 		"\n"
-		"Exit: 0 stopped by SIGINT/SIGTERM; 125 refused (daemon.running, not root, no\n"
+		"Readiness: \"custode daemon: ready\" on stderr, and READY=1 to $NOTIFY_SOCKET\n"
+		"(systemd Type=notify). Exit: 0 stopped by SIGINT/SIGTERM; 1 a fatal error\n"
+		"(the engine was replaced under it); 125 refused (daemon.running, not root, no\n"
 		"engine); 2 usage.\n",
 		CUSTODE_RESOLVER_MAX_UPSTREAMS);
 }
@@ -287,6 +315,97 @@ static int take_lock(struct custode_refusal *why)
 	return fd;
 }
 
+/* systemd's notification protocol (sd_notify(3)), without libsystemd: one datagram. */
+static void sd_notify(const char *msg)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	socklen_t len;
+	int fd;
+
+	if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(sa.sun_path))
+		return;
+	strcpy(sa.sun_path, path);
+	if (path[0] == '@')
+		sa.sun_path[0] = 0; /* abstract */
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	(void)!sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&sa, len);
+	close(fd);
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		v <<= 30, end++;
+	if (*end || v < 4096)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static struct custode_engine E;
+
+struct custode_engine *custode_daemon_engine(void)
+{
+	return &E;
+}
+
+/* The resolver keeps its own loop, in a thread; it tells the main loop when it stops. */
+static struct {
+	struct custode_resolver *r;
+	pthread_t thread;
+	bool started;
+	volatile sig_atomic_t stop;
+	int done_fd;
+	int err;
+} RT = {.done_fd = -1};
+
+static void *resolver_thread(void *arg)
+{
+	uint64_t one = 1;
+
+	(void)arg;
+	RT.err = custode_resolver_serve(RT.r, &RT.stop);
+	(void)!write(RT.done_fd, &one, sizeof(one));
+	return NULL;
+}
+
+static int resolver_done(void *arg, uint32_t revents)
+{
+	(void)arg;
+	(void)revents;
+	if (RT.stop)
+		return 0;
+	fprintf(stderr, "custode daemon: resolver: stopped: %s\n", strerror(RT.err ? -RT.err : EPIPE));
+	return RT.err ? RT.err : -EPIPE;
+}
+
+static int on_signalfd(void *arg, uint32_t revents)
+{
+	struct signalfd_siginfo si;
+	int fd = *(int *)arg;
+
+	(void)revents;
+	while (read(fd, &si, sizeof(si)) == sizeof(si))
+		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM)
+			stop = 1;
+	return 0;
+}
+
 int custode_cmd_daemon(int argc, char **argv)
 {
 	static const struct option opts[] = {{"upstream", required_argument, NULL, 'u'},
@@ -302,22 +421,34 @@ int custode_cmd_daemon(int argc, char **argv)
 					     {"trust", required_argument, NULL, 'T'},
 					     {"threshold", required_argument, NULL, 'N'},
 					     {"bundle-state", required_argument, NULL, 'S'},
+					     {"no-resolver", no_argument, NULL, 'R'},
+					     {"stream", required_argument, NULL, 'o'},
+					     {"events-file", required_argument, NULL, 'f'},
+					     {"events-file-max", required_argument, NULL, 'x'},
+					     {"events-file-keep", required_argument, NULL, 'k'},
+					     {"history", required_argument, NULL, 'H'},
+					     {"throttle", required_argument, NULL, 'r'},
+					     {"no-throttle", no_argument, NULL, 'n'},
+					     {"metrics-listen", required_argument, NULL, 'l'},
+					     {"metrics-file", required_argument, NULL, 'F'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	const char *bundles_dir = NULL, *bundle_state = NULL, *trust_files[32];
 	size_t n_trust = 0;
-	uint32_t threshold = 1;
+	uint32_t threshold = 1, v32;
 	struct custode_bundle_watch *watch = NULL;
 	static volatile int watch_stop;
 	struct custode_resolver_config cfg;
 	struct custode_refusal why = {0};
-	struct custode_engine e;
-	struct custode_resolver *r = NULL;
 	struct logger lg = {0};
 	struct custode_resolver_hooks hooks = {.decision = log_decision, .notice = log_notice, .ctx = &lg};
-	struct sigaction sa;
+	struct custode_stream_opts so = {.history = 10000, .file_keep = 5};
+	struct custode_service_opts svc = {0};
+	struct custode_trust *src_trust = NULL;
+	sigset_t mask, oldmask;
 	uint32_t ms;
-	int c, lock = -1, err;
+	int c, lock = -1, err, sfd = -1, code = 0;
+	bool no_resolver = false, loop_up = false, stream_up = false, control_up = false, service_up = false;
 	char up[256] = "", one[80];
 
 	custode_resolver_defaults(&cfg);
@@ -380,6 +511,9 @@ int custode_cmd_daemon(int argc, char **argv)
 			if (cfg.total_ms < ms)
 				cfg.total_ms = ms;
 			break;
+		case 'v':
+			lg.verbose = true;
+			break;
 		case 'B':
 			bundles_dir = optarg;
 			break;
@@ -397,8 +531,56 @@ int custode_cmd_daemon(int argc, char **argv)
 		case 'S':
 			bundle_state = optarg;
 			break;
-		case 'v':
-			lg.verbose = true;
+		case 'R':
+			no_resolver = true;
+			break;
+		case 'o':
+			if (strcmp(optarg, "json") && strcmp(optarg, "text") && strcmp(optarg, "none")) {
+				fprintf(stderr, "custode: daemon: --stream: json, text or none\n");
+				return 2;
+			}
+			so.stdout_format = optarg;
+			break;
+		case 'f':
+			so.file = optarg;
+			break;
+		case 'x':
+			if (parse_size(optarg, &so.file_max_bytes) < 0) {
+				fprintf(stderr, "custode: daemon: --events-file-max: a size of at least 4096 bytes (K, M, G)\n");
+				return 2;
+			}
+			break;
+		case 'k':
+			if (parse_u32("--events-file-keep", optarg, 0, 1000, &v32))
+				return 2;
+			so.file_keep = v32;
+			break;
+		case 'H':
+			if (parse_u32("--history", optarg, 0, 1000000, &v32))
+				return 2;
+			so.history = v32;
+			break;
+		case 'r': {
+			unsigned burst, secs;
+			char extra;
+
+			if (sscanf(optarg, "%u/%u%c", &burst, &secs, &extra) != 2 || !burst || !secs || secs > 3600 ||
+			    burst > 1000000) {
+				fprintf(stderr, "custode: daemon: --throttle: BURST/SECONDS, e.g. 100/10\n");
+				return 2;
+			}
+			so.throttle_burst = burst;
+			so.throttle_window_ms = secs * 1000ull;
+			break;
+		}
+		case 'n':
+			so.no_throttle = true;
+			break;
+		case 'l':
+			svc.metrics_listen = optarg;
+			break;
+		case 'F':
+			svc.metrics_file = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -416,7 +598,15 @@ int custode_cmd_daemon(int argc, char **argv)
 		fprintf(stderr, "custode: daemon: --ttl-min is above --ttl-max\n");
 		return 2;
 	}
-	if (!cfg.n_upstream) {
+	if (!!bundles_dir != !!n_trust) {
+		fprintf(stderr, "custode: daemon: --bundles needs --trust KEY (and --trust needs --bundles)\n");
+		return 2;
+	}
+	if (no_resolver && cfg.n_upstream) {
+		fprintf(stderr, "custode: daemon: --no-resolver and --upstream exclude each other\n");
+		return 2;
+	}
+	if (!no_resolver && !cfg.n_upstream) {
 		char *text = NULL;
 
 		if (custode_read_file("/etc/resolv.conf", 1 << 20, &text, NULL) == 0)
@@ -425,27 +615,64 @@ int custode_cmd_daemon(int argc, char **argv)
 		free(text);
 		if (!cfg.n_upstream) {
 			fprintf(stderr, "custode: daemon: refused: dns.upstream: no nameserver in /etc/resolv.conf; "
-					"give --upstream ADDR[:PORT]\n");
+					"give --upstream ADDR[:PORT] (or --no-resolver)\n");
 			return EXIT_REFUSED;
 		}
 	}
-	if (!!bundles_dir != !!n_trust) {
-		fprintf(stderr, "custode: daemon: --bundles needs --trust KEY (and --trust needs --bundles)\n");
-		return 2;
-	}
 	setvbuf(stderr, NULL, _IOLBF, 0);
-	if ((err = custode_host_prepare(&e, &why)))
+	svc.started = (int64_t)time(NULL);
+	svc.resolver = !no_resolver;
+	if ((err = custode_host_prepare(&E, &why)))
 		goto refused;
 	if ((lock = take_lock(&why)) < 0) {
 		err = lock;
 		goto refused;
 	}
-	if ((err = custode_engine_open(&e, CUSTODE_CLASS_EGRESS, CUSTODE_ENGINE_LOAD, &why)))
+	if ((err = custode_engine_open(&E, CUSTODE_CLASS_EGRESS, CUSTODE_ENGINE_LOAD, &why)))
 		goto refused;
-	if ((err = custode_resolver_open(&cfg, &hooks, &r, &why))) {
-		custode_engine_close(&e);
+	/* the daemon's own trust, for `attach --policy NAME` and re-verifying attached runs */
+	if (n_trust) {
+		err = custode_trust_new(&src_trust);
+		for (size_t i = 0; !err && i < n_trust; i++)
+			err = custode_trust_add_file(src_trust, trust_files[i], &why) < 0 ? -1 : 0;
+		if (!err)
+			err = custode_trust_set_threshold(src_trust, threshold, &why);
+		if (err) {
+			err = -EINVAL;
+			goto refused;
+		}
+		svc.src.trust = src_trust;
+		svc.src.bundles_dir = bundles_dir;
+		svc.src.state_dir = bundle_state;
+	}
+	/* signals arrive through the loop; threads started from here on inherit the mask */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, &oldmask);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if ((err = custode_loop_init()) || sfd < 0) {
+		err = custode_refuse(&why, err ? -err : errno, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s",
+				     strerror(err ? -err : errno));
 		goto refused;
 	}
+	loop_up = true;
+	custode_loop_add(sfd, EPOLLIN, on_signalfd, &sfd);
+	/* the stream first: records from here on are consumed; then adoption, then the socket */
+	if ((err = custode_stream_open(&so, &why)))
+		goto refused;
+	stream_up = true;
+	custode_service_adopt(&E, &svc.src);
+	if ((err = custode_service_start(&E, &svc, &why)))
+		goto refused;
+	service_up = true;
+	if ((err = custode_control_listen(getenv("CUSTODE_CONTROL_SOCKET") && *getenv("CUSTODE_CONTROL_SOCKET")
+						  ? getenv("CUSTODE_CONTROL_SOCKET")
+						  : CUSTODE_CONTROL_SOCKET,
+					  custode_service_handle, NULL, &why)))
+		goto refused;
+	control_up = true;
 	if (bundles_dir) {
 		struct custode_trust *trust = NULL;
 
@@ -462,43 +689,76 @@ int custode_cmd_daemon(int argc, char **argv)
 			custode_refuse(&why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "bundle watcher: %s", strerror(-err));
 		if (err) {
 			custode_bundle_watch_close(watch);
-			custode_resolver_close(r);
-			custode_engine_close(&e);
+			watch = NULL;
 			goto refused;
 		}
 		fprintf(stderr, "custode daemon: bundles: watching %s (%zu trusted key%s, threshold %u)\n", bundles_dir,
 			n_trust, n_trust == 1 ? "" : "s", threshold);
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal; /* no SA_RESTART: the loop's epoll_wait returns */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	for (size_t i = 0; i < cfg.n_upstream; i++) {
-		strncat(up, i ? ", " : "", sizeof(up) - strlen(up) - 1);
-		strncat(up, sa_format(&cfg.upstream[i], one, sizeof(one)), sizeof(up) - strlen(up) - 1);
+	if (!no_resolver) {
+		if ((err = custode_resolver_open(&cfg, &hooks, &RT.r, &why)))
+			goto refused;
+		RT.done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (RT.done_fd < 0 || custode_loop_add(RT.done_fd, EPOLLIN, resolver_done, NULL) < 0 ||
+		    pthread_create(&RT.thread, NULL, resolver_thread, NULL) != 0) {
+			err = custode_refuse(&why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "resolver thread: %s",
+					     strerror(errno));
+			goto refused;
+		}
+		RT.started = true;
+		for (size_t i = 0; i < cfg.n_upstream; i++) {
+			strncat(up, i ? ", " : "", sizeof(up) - strlen(up) - 1);
+			strncat(up, sa_format(&cfg.upstream[i], one, sizeof(one)), sizeof(up) - strlen(up) - 1);
+		}
+		fprintf(stderr,
+			"custode daemon: resolver: ready on 127.0.0.0/8 port %d (udp, tcp; loopback device); upstream %s; "
+			"pins clamp(TTL, %u, %u) + %u s, quota %u per run; CNAME targets %s; pid %d\n",
+			CUSTODE_RESOLVER_PORT, up, cfg.ttl_min, cfg.ttl_max, cfg.grace, cfg.pin_quota,
+			cfg.cname_strict ? "must be granted" : "trusted", (int)getpid());
 	}
-	fprintf(stderr,
-		"custode daemon: resolver: ready on 127.0.0.0/8 port %d (udp, tcp; loopback device); upstream %s; "
-		"pins clamp(TTL, %u, %u) + %u s, quota %u per run; CNAME targets %s; pid %d\n",
-		CUSTODE_RESOLVER_PORT, up, cfg.ttl_min, cfg.ttl_max, cfg.grace, cfg.pin_quota,
-		cfg.cname_strict ? "must be granted" : "trusted", (int)getpid());
-	err = custode_resolver_serve(r, &stop);
-	watch_stop = 1;
-	custode_bundle_watch_join(watch);
-	custode_bundle_watch_close(watch);
-	custode_resolver_close(r);
-	custode_engine_close(&e);
-	close(lock);
+	fprintf(stderr, "custode daemon: ready: control %s; stream %s%s%s; pid %d\n", CUSTODE_CONTROL_SOCKET,
+		so.stdout_format ? so.stdout_format : "json", so.file ? " and " : "", so.file ? so.file : "",
+		(int)getpid());
+	sd_notify("READY=1\nSTATUS=custode daemon: enforcing, control socket up");
+	err = custode_loop_run(&stop);
+	sd_notify("STOPPING=1");
 	if (err) {
-		fprintf(stderr, "custode daemon: resolver: stopped: %s\n", strerror(-err));
-		return 1;
+		fprintf(stderr, "custode daemon: stopping: %s\n", strerror(-err));
+		code = 1;
 	}
-	fprintf(stderr, "custode daemon: stopped\n");
-	return 0;
+	goto out;
 refused:
+	fprintf(stderr, "custode: daemon: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
+	code = EXIT_REFUSED;
+out:
+	if (RT.started) {
+		RT.stop = 1;
+		pthread_join(RT.thread, NULL);
+	}
+	if (RT.r)
+		custode_resolver_close(RT.r);
+	if (RT.done_fd >= 0)
+		close(RT.done_fd);
+	if (watch) {
+		watch_stop = 1;
+		custode_bundle_watch_join(watch);
+		custode_bundle_watch_close(watch);
+	}
+	if (control_up)
+		custode_control_shutdown();
+	if (service_up)
+		custode_service_stop();
+	if (stream_up)
+		custode_stream_close();
+	if (loop_up)
+		custode_loop_fini();
+	if (sfd >= 0)
+		close(sfd);
+	custode_trust_free(src_trust);
+	custode_engine_close(&E);
 	if (lock >= 0)
 		close(lock);
-	fprintf(stderr, "custode: daemon: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
-	return EXIT_REFUSED;
+	if (!code)
+		fprintf(stderr, "custode daemon: stopped\n");
+	return code;
 }

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * `custode daemon`: the host's one long-lived custode process. Today it hosts
- * the resolver (userspace/dns, docs/resolver.md); bundle watching, attach
- * and a control socket build on it later. Foreground, logs to stderr.
+ * `custode daemon`: the host's one long-lived custode process
+ * (docs/operations.md). It adopts the pinned engine and the runs it holds,
+ * owns the ring-buffer consumer (the denial stream: stdout, a rotating file,
+ * `custode events`), serves the control socket (attach, detach, runs,
+ * status, metrics), metrics, the resolver (docs/resolver.md, in a thread of
+ * its own) and bundle watching. Foreground; logs to stderr.
+ *
+ * Everything else runs in one epoll loop (daemon/loop.h). Other parts of the
+ * daemon plug into it with the functions below.
  */
 #ifndef CUSTODE_DAEMON_H
 #define CUSTODE_DAEMON_H
@@ -15,6 +21,18 @@
 #define CUSTODE_DAEMON_LOCK "/run/custode/daemon.lock"
 
 int custode_cmd_daemon(int argc, char **argv);
+
+/*
+ * Watch fd (readable) in the daemon's loop: handler(arg) runs in the loop's
+ * thread each time fd is readable; it must not block for long. A negative
+ * return stops the daemon (exit 1, the value logged as an errno). Up to 16.
+ */
+int custode_daemon_add_fd(int fd, int (*handler)(void *arg), void *arg);
+int custode_daemon_remove_fd(int fd);
+/* Call handler(arg) every period_ms in the loop's thread (same rules). Returns a timer id. */
+int custode_daemon_add_timer(unsigned period_ms, int (*handler)(void *arg), void *arg);
+/* The daemon's engine handle (valid while the loop runs; the loop's thread only). */
+struct custode_engine *custode_daemon_engine(void);
 
 /* "ADDR", "ADDR:PORT", "[V6]:PORT" (port 53 when absent) into a socket address. 0 or -EINVAL. */
 int custode_daemon_parse_upstream(const char *s, struct sockaddr_storage *out, socklen_t *len);

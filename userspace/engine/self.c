@@ -15,13 +15,19 @@ static int fdinfo_field(const char *text, const char *name, unsigned long long *
 	size_t n = strlen(name);
 
 	for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		const char *v = line + n + 1;
 		char *end;
 
 		if (strncmp(line, name, n) || line[n] != ':')
 			continue;
+		while (*v == '\t' || *v == ' ')
+			v++;
+		/* digits on this line only: strtoull would skip newlines and take a sign */
+		if (*v < '0' || *v > '9')
+			return -EINVAL;
 		errno = 0;
-		*out = strtoull(line + n + 1, &end, 10);
-		if (errno || end == line + n + 1)
+		*out = strtoull(v, &end, 10);
+		if (errno || (*end && *end != '\n'))
 			return -EINVAL;
 		return 0;
 	}
@@ -39,8 +45,12 @@ int custode_exe_identity_parse(const char *fdinfo, const char *mountinfo, __u64 
 	for (const char *line = mountinfo; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		unsigned long long id, parent;
 		unsigned major, minor;
+		int used = 0;
 
-		if (sscanf(line, "%llu %llu %u:%u ", &id, &parent, &major, &minor) != 4 || id != mnt_id)
+		/* the fields of this line only (sscanf's white space would match a newline) */
+		if (*line < '0' || *line > '9' ||
+		    sscanf(line, "%llu %llu %u:%u%n", &id, &parent, &major, &minor, &used) != 4 ||
+		    memchr(line, '\n', (size_t)used) || id != mnt_id)
 			continue;
 		if (major >= (1u << 12) || minor >= (1u << 20))
 			return -ERANGE;

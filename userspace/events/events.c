@@ -10,12 +10,14 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
+#include "daemon/control.h"
 #include "engine/engine.h"
 #include "events/events.h"
 #include "custode/addr.h"
 #include "policy/net.h"
 #include "policy/policy.h"
 #include "run/runstate.h"
+#include "bundle/timeutil.h"
 #include "util/reasons.h"
 
 const char *custode_hook_name(int hook)
@@ -30,14 +32,63 @@ const char *custode_hook_name(int hook)
 	return NULL;
 }
 
-static void format_time(int64_t wall_ns, char *out, size_t len)
+void custode_event_time_format(int64_t wall_ns, char *out, size_t len)
 {
-	time_t s = (time_t)(wall_ns / 1000000000);
+	int64_t sec = wall_ns / 1000000000, frac = wall_ns % 1000000000;
+	time_t s;
 	struct tm tm;
 
+	if (frac < 0) { /* before 1970: floor, so the fraction stays positive */
+		frac += 1000000000;
+		sec--;
+	}
+	s = (time_t)sec;
 	gmtime_r(&s, &tm);
 	snprintf(out, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-		 tm.tm_hour, tm.tm_min, tm.tm_sec, (long)((wall_ns % 1000000000) / 1000));
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(frac / 1000));
+}
+
+int custode_event_time_parse(const char *s, int64_t *wall_ns)
+{
+	char whole[21];
+	const char *dot = strchr(s, '.');
+	int64_t sec, frac = 0;
+	size_t n = strlen(s);
+
+	if (n < 20 || s[n - 1] != 'Z')
+		return -EINVAL;
+	if (dot) {
+		size_t digits = (size_t)(s + n - 1 - (dot + 1));
+
+		if (dot - s != 19 || digits < 1 || digits > 9)
+			return -EINVAL;
+		for (size_t i = 0; i < 9; i++) {
+			char c = i < digits ? dot[1 + i] : '0';
+			if (c < '0' || c > '9')
+				return -EINVAL;
+			frac = frac * 10 + (c - '0');
+		}
+		memcpy(whole, s, 19);
+		whole[19] = 'Z';
+		whole[20] = 0;
+	} else {
+		if (n != 20)
+			return -EINVAL;
+		memcpy(whole, s, 21);
+	}
+	if (custode_time_parse(whole, &sec) < 0)
+		return -EINVAL;
+	*wall_ns = sec * 1000000000LL + frac;
+	return 0;
+}
+
+int64_t custode_boot_to_wall_ns(void)
+{
+	struct timespec boot, wall;
+
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	clock_gettime(CLOCK_REALTIME, &wall);
+	return (wall.tv_sec - boot.tv_sec) * 1000000000LL + (wall.tv_nsec - boot.tv_nsec);
 }
 
 /* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if invalid. */
@@ -122,31 +173,71 @@ static json_t *hex_string(const char *s, size_t n)
 	return v;
 }
 
+/* A throttle record: which run and reason, how many denials went unrecorded; no task of its own. */
+static json_t *throttle_to_json(const struct custode_event *ev, int64_t boot_to_wall_ns)
+{
+	const char *reason = custode_reason_name(ev->reason), *hook = custode_hook_name(ev->hook);
+	char hex[17], when[64], since[64];
+	json_t *o;
+
+	custode_run_id_format(ev->run_id, hex);
+	custode_event_time_format((int64_t)ev->boot_ns + boot_to_wall_ns, when, sizeof(when));
+	custode_event_time_format((int64_t)ev->obj.throttle.since_ns + boot_to_wall_ns, since, sizeof(since));
+	o = json_pack("{s:i, s:s, s:s, s:I, s:s, s:I, s:s, s:s, s:s, s:b, s:{s:I}, s:{s:I, s:I, s:s}}", "version",
+		      ev->version, "type", "throttle", "source", "kernel", "seq", (json_int_t)ev->seq, "time", when,
+		      "boot_ns", (json_int_t)ev->boot_ns, "run_id", hex, "hook", hook ? hook : "unknown", "reason",
+		      reason ? reason : "unknown", "enforced", (ev->flags & CUSTODE_EVENT_ENFORCED) != 0, "policy",
+		      "version", (json_int_t)ev->policy_version, "throttle", "count", (json_int_t)ev->obj.throttle.count,
+		      "total", (json_int_t)ev->obj.throttle.total, "since", since);
+	if (o)
+		json_object_set_new(json_object_get(o, "throttle"), "run_cgid",
+				    json_integer((json_int_t)ev->obj.throttle.run_cgid));
+	return o;
+}
+
 json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wall_ns)
 {
 	const struct custode_event *ev = data;
 	char hex[17], when[64], access[64];
 	const char *reason, *hook;
 	json_t *o, *acc, *jcomm;
+	size_t head;
 	bool escaped;
 
-	if (size < sizeof(*ev) || ev->version != CUSTODE_EVENT_VERSION || ev->size > size || ev->size < sizeof(*ev))
+	if (size < CUSTODE_EVENT_V1_SIZE)
 		return NULL;
+	if (ev->version == 1)
+		head = CUSTODE_EVENT_V1_SIZE;
+	else if (ev->version == CUSTODE_EVENT_VERSION)
+		head = sizeof(*ev);
+	else
+		return NULL;
+	if (size < head || ev->size > size || ev->size < head)
+		return NULL;
+	if (ev->version >= 2 && (ev->flags & CUSTODE_EVENT_THROTTLE))
+		return ev->object == CUSTODE_OBJECT_THROTTLE ? throttle_to_json(ev, boot_to_wall_ns) : NULL;
 	reason = custode_reason_name(ev->reason);
 	hook = custode_hook_name(ev->hook);
 	custode_run_id_format(ev->run_id, hex);
-	format_time((int64_t)ev->boot_ns + boot_to_wall_ns, when, sizeof(when));
+	custode_event_time_format((int64_t)ev->boot_ns + boot_to_wall_ns, when, sizeof(when));
 	jcomm = bytes_string(ev->comm, strnlen(ev->comm, sizeof(ev->comm)), &escaped);
-	o = json_pack("{s:i, s:I, s:s, s:I, s:s, s:I, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:I}", "version",
-		      ev->version, "seq", (json_int_t)ev->seq, "time", when, "boot_ns", (json_int_t)ev->boot_ns, "run_id",
-		      hex, "cgroup_id", (json_int_t)ev->cgroup_id, "hook", hook ? hook : "unknown", "reason",
-		      reason ? reason : "unknown", "enforced", (ev->flags & CUSTODE_EVENT_ENFORCED) != 0, "pid",
-		      (json_int_t)ev->pid, "tgid", (json_int_t)ev->tgid, "uid", (json_int_t)ev->uid, "gid",
-		      (json_int_t)ev->gid, "comm", jcomm ? jcomm : json_string(""), "ruleset", (json_int_t)ev->ruleset);
+	o = json_pack("{s:i, s:s, s:I, s:s, s:I, s:s, s:I, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:I}", "version",
+		      ev->version, "type", "decision", "seq", (json_int_t)ev->seq, "time", when, "boot_ns",
+		      (json_int_t)ev->boot_ns, "run_id", hex, "cgroup_id", (json_int_t)ev->cgroup_id, "hook",
+		      hook ? hook : "unknown", "reason", reason ? reason : "unknown", "enforced",
+		      (ev->flags & CUSTODE_EVENT_ENFORCED) != 0, "pid", (json_int_t)ev->pid, "tgid", (json_int_t)ev->tgid,
+		      "uid", (json_int_t)ev->uid, "gid", (json_int_t)ev->gid, "comm", jcomm ? jcomm : json_string(""),
+		      "ruleset", (json_int_t)ev->ruleset);
 	if (!o)
 		return NULL;
 	if (escaped)
 		json_object_set_new(o, "comm_escaped", json_true());
+	if (ev->version >= 2) {
+		json_object_set_new(o, "policy", json_pack("{s:I}", "version", (json_int_t)ev->policy_version));
+		if (ev->exe_ino)
+			json_object_set_new(o, "exe", json_pack("{s:I, s:I}", "dev", (json_int_t)ev->exe_dev, "ino",
+								(json_int_t)ev->exe_ino));
+	}
 	if (ev->access) {
 		custode_access_format(ev->access, access, sizeof(access));
 		acc = json_array();
@@ -160,15 +251,16 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 				       (int)f->mode);
 
 		if (f->path_len) {
-			size_t max = ev->size - sizeof(*ev);
-			size_t n = strnlen(ev->path, f->path_len < max ? f->path_len : max);
-			json_t *jp = bytes_string(ev->path, n, &escaped);
+			const char *path = (const char *)data + head;
+			size_t max = ev->size - head;
+			size_t n = strnlen(path, f->path_len < max ? f->path_len : max);
+			json_t *jp = bytes_string(path, n, &escaped);
 
 			if (jp)
 				json_object_set_new(fo, "path", jp);
 			if (escaped) {
 				json_object_set_new(fo, "path_escaped", json_true());
-				json_object_set_new(fo, "path_hex", hex_string(ev->path, n));
+				json_object_set_new(fo, "path_hex", hex_string(path, n));
 			}
 		}
 		json_object_set_new(fo, "path_complete", json_boolean(!(ev->flags & CUSTODE_EVENT_PATH_PARTIAL)));
@@ -223,56 +315,68 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 	return o;
 }
 
+static const char *jstr(const json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	return v ? v : "";
+}
+
 int custode_event_format(const json_t *ev, char *out, size_t len)
 {
 	const json_t *file = json_object_get(ev, "file");
 	const json_t *net = json_object_get(ev, "net");
-	char dest[128] = "";
+	const json_t *pol = json_object_get(ev, "policy");
+	const char *type = jstr(ev, "type");
+	char dest[128] = "", policy[200] = "";
 	const json_t *acc = json_object_get(ev, "access");
 	char access[64] = "";
 	size_t i;
 	json_t *a;
 
-	if (net && json_object_get(net, "addr"))
-		snprintf(dest, sizeof(dest), " dest=%s%s%s:%d/%s", strchr(json_string_value(json_object_get(net, "addr")), ':') ? "[" : "",
-			 json_string_value(json_object_get(net, "addr")),
-			 strchr(json_string_value(json_object_get(net, "addr")), ':') ? "]" : "",
-			 (int)json_integer_value(json_object_get(net, "port")),
-			 json_is_string(json_object_get(net, "proto")) ? json_string_value(json_object_get(net, "proto")) : "?");
+	if (json_object_get(pol, "name"))
+		snprintf(policy, sizeof(policy), " policy=%s@%lld", jstr(pol, "name"),
+			 (long long)json_integer_value(json_object_get(pol, "version")));
+	if (!strcmp(type, "throttle")) {
+		const json_t *t = json_object_get(ev, "throttle");
+		return snprintf(out, len, "%s run=%s%s throttled %lld %s (%s, %lld suppressed in all)%s", jstr(ev, "time"),
+				jstr(ev, "run_id"), policy, (long long)json_integer_value(json_object_get(t, "count")),
+				jstr(ev, "reason"), json_is_string(json_object_get(ev, "source")) ? jstr(ev, "source") : "kernel",
+				(long long)json_integer_value(json_object_get(t, "total")),
+				json_is_true(json_object_get(ev, "enforced")) ? "" : " (audit)");
+	}
+	if (!strcmp(type, "dropped"))
+		return snprintf(out, len, "%s %lld records dropped (ring buffer full; %lld since the engine loaded)",
+				jstr(ev, "time"), (long long)json_integer_value(json_object_get(ev, "count")),
+				(long long)json_integer_value(json_object_get(ev, "total")));
+	if (net && json_object_get(net, "addr")) {
+		const char *addr = jstr(net, "addr");
+
+		snprintf(dest, sizeof(dest), " dest=%s%s%s:%d/%s", strchr(addr, ':') ? "[" : "", addr,
+			 strchr(addr, ':') ? "]" : "", (int)json_integer_value(json_object_get(net, "port")),
+			 json_is_string(json_object_get(net, "proto")) ? jstr(net, "proto") : "?");
+	}
 	json_array_foreach(acc, i, a) {
 		strncat(access, i ? "," : "", sizeof(access) - strlen(access) - 1);
 		strncat(access, json_string_value(a), sizeof(access) - strlen(access) - 1);
 	}
-	return snprintf(out, len, "%s run=%s pid=%d comm=%s %s %s%s%s%s%s%s%s", json_string_value(json_object_get(ev, "time")),
-			json_string_value(json_object_get(ev, "run_id")), (int)json_integer_value(json_object_get(ev, "tgid")),
-			json_string_value(json_object_get(ev, "comm")), json_string_value(json_object_get(ev, "hook")),
-			json_string_value(json_object_get(ev, "reason")), access[0] ? " access=" : "", access,
+	return snprintf(out, len, "%s run=%s%s pid=%d comm=%s %s %s%s%s%s%s%s%s", jstr(ev, "time"), jstr(ev, "run_id"),
+			policy, (int)json_integer_value(json_object_get(ev, "tgid")), jstr(ev, "comm"), jstr(ev, "hook"),
+			jstr(ev, "reason"), access[0] ? " access=" : "", access,
 			file && json_object_get(file, "path") ? " path=" : "",
-			file && json_object_get(file, "path") ? json_string_value(json_object_get(file, "path")) : "",
-			dest, json_is_true(json_object_get(ev, "enforced")) ? "" : " (audit)");
+			file && json_object_get(file, "path") ? jstr(file, "path") : "", dest,
+			json_is_true(json_object_get(ev, "enforced")) ? "" : " (audit)");
 }
 
 struct consumer {
 	bool json;
-	bool filter_run;
-	__u64 run_id;
+	struct custode_event_filter filter;
+	struct custode_event_enricher *en;
 	int64_t boot_to_wall_ns;
-	unsigned long bad;
+	unsigned long bad, printed;
 };
 
-static int on_event(void *ctx, void *data, size_t size)
+static void print_event(struct consumer *c, const json_t *o)
 {
-	struct consumer *c = ctx;
-	const struct custode_event *ev = data;
-	json_t *o;
-
-	if (size >= sizeof(*ev) && c->filter_run && ev->run_id != c->run_id)
-		return 0;
-	o = custode_event_to_json(data, size, c->boot_to_wall_ns);
-	if (!o) {
-		c->bad++;
-		return 0;
-	}
 	if (c->json) {
 		json_dumpf(o, stdout, JSON_COMPACT);
 		putchar('\n');
@@ -281,6 +385,25 @@ static int on_event(void *ctx, void *data, size_t size)
 		custode_event_format(o, line, sizeof(line));
 		puts(line);
 	}
+	c->printed++;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct consumer *c = ctx;
+	const struct custode_event *ev = data;
+	json_t *o;
+
+	if (size >= CUSTODE_EVENT_V1_SIZE && c->filter.has_run && ev->run_id != c->filter.run_id)
+		return 0;
+	o = custode_event_to_json(data, size, c->boot_to_wall_ns);
+	if (!o) {
+		c->bad++;
+		return 0;
+	}
+	custode_event_enrich(c->en, o);
+	if (custode_event_filter_match(&c->filter, o))
+		print_event(c, o);
 	json_decref(o);
 	return 0;
 }
@@ -294,28 +417,101 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: custode events [--follow] [--json] [--run ID]\n"
+	fprintf(f, "usage: custode events [--follow] [--json] [--run ID] [--reason CODE] [--since T]\n"
 		   "\n"
-		   "Print denial records from the engine's ring buffer, oldest first.\n"
-		   "Records are consumed: each is printed once, to one reader.\n"
+		   "Print denial records, oldest first (fields: docs/events.md).\n"
 		   "\n"
-		   "  --follow   keep reading until interrupted\n"
-		   "  --json     one JSON object per line (fields: docs/events.md)\n"
-		   "  --run ID   only records of run ID (16 hex digits, as printed by custode run)\n"
-		   "  --help     this text\n");
+		   "With `custode daemon` running, the daemon owns the engine's ring buffer: the\n"
+		   "records it kept (its --history, default the last 10000) are printed, then,\n"
+		   "with --follow, every new one. Without a daemon, the ring buffer is read\n"
+		   "directly and records are consumed: each is printed once, to one reader.\n"
+		   "\n"
+		   "  --follow       keep reading until interrupted\n"
+		   "  --json         one JSON object per line (docs/events.schema.json)\n"
+		   "  --run ID       only records of run ID (16 hex digits, as printed by custode run)\n"
+		   "  --reason CODE  only this reason code, or a pattern such as 'file.*'\n"
+		   "  --since T      only records at or after T: RFC 3339 (2026-01-01T10:00:00Z),\n"
+		   "                 @UNIXSECONDS, or a duration back from now (90s, 15m, 2h, 7d)\n"
+		   "  --help         this text\n"
+		   "\n"
+		   "Throttle records (\"type\": \"throttle\") say how many denials of a run and reason\n"
+		   "were counted but not recorded; dropped records (\"type\": \"dropped\") how many\n"
+		   "the full ring buffer lost. Counters stay exact (custode runs, receipts).\n"
+		   "\n"
+		   "Exit: 0 done; 1 no engine or the daemon failed; 2 usage.\n");
+}
+
+/* Through the daemon: it owns the ring buffer. 1 when no daemon answers (read directly instead). */
+static int via_daemon(struct consumer *c, bool follow)
+{
+	struct custode_refusal why = {0};
+	struct custode_control_client cl;
+	json_t *req, *o;
+	int err;
+
+	if (custode_control_connect(&cl, &why) < 0) {
+		if (why.reason == CUSTODE_REASON_DAEMON_NOT_RUNNING)
+			return 1;
+		fprintf(stderr, "custode: events: %s: %s\n", custode_reason_name(why.reason), why.detail);
+		return -1;
+	}
+	req = json_pack("{s:s, s:b, s:o}", "cmd", "events", "follow", follow, "filter",
+			custode_event_filter_to_json(&c->filter));
+	err = custode_control_send(&cl, req);
+	json_decref(req);
+	if (err) {
+		fprintf(stderr, "custode: events: sending to the daemon: %s\n", strerror(-err));
+		custode_control_close(&cl);
+		return -1;
+	}
+	while (!stop) {
+		json_t *ev;
+
+		o = custode_control_recv(&cl, 500, &err);
+		if (!o) {
+			if (err == -ETIMEDOUT || err == -EINTR)
+				continue;
+			if (err == -EPIPE && follow) {
+				fprintf(stderr, "custode: events: the daemon closed the stream\n");
+				custode_control_close(&cl);
+				return -1;
+			}
+			fprintf(stderr, "custode: events: reading from the daemon: %s\n", strerror(-err));
+			custode_control_close(&cl);
+			return -1;
+		}
+		if ((ev = json_object_get(o, "event"))) {
+			print_event(c, ev);
+		} else if (json_object_get(o, "lost")) {
+			fprintf(stderr, "custode: events: this reader was too slow: the daemon skipped %lld records for it\n",
+				(long long)json_integer_value(json_object_get(o, "lost")));
+		} else if (json_object_get(o, "ok")) {
+			bool ok = json_is_true(json_object_get(o, "ok"));
+
+			if (!ok)
+				fprintf(stderr, "custode: events: %s: %s\n", json_string_value(json_object_get(o, "reason")),
+					json_string_value(json_object_get(o, "detail")));
+			json_decref(o);
+			custode_control_close(&cl);
+			return ok ? 0 : -1;
+		}
+		json_decref(o);
+	}
+	custode_control_close(&cl);
+	return 0;
 }
 
 int custode_cmd_events(int argc, char **argv)
 {
-	static const struct option opts[] = {{"follow", no_argument, NULL, 'f'}, {"json", no_argument, NULL, 'j'},
-					     {"run", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
+	static const struct option opts[] = {{"follow", no_argument, NULL, 'f'},   {"json", no_argument, NULL, 'j'},
+					     {"run", required_argument, NULL, 'r'}, {"reason", required_argument, NULL, 'R'},
+					     {"since", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
 					     {0}};
 	struct custode_refusal why = {0};
 	struct custode_engine e;
 	struct consumer c = {0};
 	struct ring_buffer *rb;
 	struct custode_stats stats;
-	struct timespec boot, wall;
 	bool follow = false;
 	int opt, err;
 
@@ -329,12 +525,34 @@ int custode_cmd_events(int argc, char **argv)
 			c.json = true;
 			break;
 		case 'r':
-			if (custode_run_id_parse(optarg, &c.run_id) < 0) {
+			if (custode_run_id_parse(optarg, &c.filter.run_id) < 0) {
 				fprintf(stderr, "custode: events: --run: '%s' is not a run id (16 hex digits)\n", optarg);
 				return 2;
 			}
-			c.filter_run = true;
+			c.filter.has_run = true;
 			break;
+		case 'R':
+			if (custode_event_reason_check(optarg) < 0) {
+				fprintf(stderr, "custode: events: --reason: '%s' is no reason code (and matches none)\n",
+					optarg);
+				return 2;
+			}
+			snprintf(c.filter.reason, sizeof(c.filter.reason), "%s", optarg);
+			break;
+		case 's': {
+			struct timespec now;
+
+			clock_gettime(CLOCK_REALTIME, &now);
+			if (custode_event_since_parse(optarg, now.tv_sec * 1000000000LL + now.tv_nsec,
+						      &c.filter.since_wall_ns) < 0) {
+				fprintf(stderr, "custode: events: --since: '%s': expected RFC 3339 "
+						"(2026-01-01T10:00:00Z), @UNIXSECONDS or a duration (15m, 2h)\n",
+					optarg);
+				return 2;
+			}
+			c.filter.has_since = true;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -347,23 +565,27 @@ int custode_cmd_events(int argc, char **argv)
 		fprintf(stderr, "custode: events: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	err = via_daemon(&c, follow);
+	if (err <= 0)
+		return err < 0 ? 1 : 0;
 	if ((err = custode_host_prepare(&e, &why)) || (err = custode_engine_open(&e, 0, 0, &why))) {
 		fprintf(stderr, "custode: events: %s: %s\n", custode_reason_name(why.reason), why.detail);
 		return 1;
 	}
-	clock_gettime(CLOCK_BOOTTIME, &boot);
-	clock_gettime(CLOCK_REALTIME, &wall);
-	c.boot_to_wall_ns = (wall.tv_sec - boot.tv_sec) * 1000000000LL + (wall.tv_nsec - boot.tv_nsec);
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	c.en = custode_event_enricher_new();
+	c.boot_to_wall_ns = custode_boot_to_wall_ns();
 	rb = ring_buffer__new(e.events_fd, on_event, &c, NULL);
 	if (!rb) {
 		fprintf(stderr, "custode: events: cannot map the ring buffer: %s\n", strerror(errno));
+		custode_event_enricher_free(c.en);
 		custode_engine_close(&e);
 		return 1;
 	}
 	if (follow) {
-		signal(SIGINT, on_signal);
-		signal(SIGTERM, on_signal);
 		while (!stop) {
 			err = ring_buffer__poll(rb, 500);
 			if (err < 0 && err != -EINTR)
@@ -378,6 +600,7 @@ int custode_cmd_events(int argc, char **argv)
 		fprintf(stderr, "custode: events: %llu records were dropped since the engine loaded (ring buffer full)\n",
 			(unsigned long long)stats.events_dropped);
 	ring_buffer__free(rb);
+	custode_event_enricher_free(c.en);
 	custode_engine_close(&e);
 	return 0;
 }

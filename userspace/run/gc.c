@@ -139,6 +139,8 @@ static int reap_registrations(struct custode_engine *e, bool json)
 		prev = &key;
 		if (custode_engine_get_run(e, key, &run) < 0)
 			continue;
+		if (run.flags & CUSTODE_RUN_ATTACHED)
+			continue; /* the daemon's (custode attach): it reaps them when their cgroup goes */
 		custode_run_id_format(run.run_id, hex);
 		snprintf(path, sizeof(path), "%s/run-%s", e->cg_root, hex);
 		if (custode_cgroup_id(path, &cgid) == 0 && cgid == key)

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Attached runs (docs/operations.md): an existing cgroup v2 — a container's,
+ * a systemd unit's — registered as a run under a verified policy, by the
+ * daemon. Enforcement follows the cgroup's descendants exactly as for
+ * launcher runs; a cgroup outside custode's subtree is found by the engine
+ * through custode_gates (include/custode/abi.h, docs/engine.md).
+ *
+ * State: the run's state file in CUSTODE_RUNS_DIR (<id>.json, the same as a
+ * launcher's, so policy updates from bundles reach attached runs too; no
+ * <id>.lock: no launcher) and <id>.attach.json (the cgroup, its level and
+ * gate, where the policy came from). Library code: refusals, no logging.
+ */
+#ifndef CUSTODE_ATTACH_H
+#define CUSTODE_ATTACH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <linux/types.h>
+
+#include "bundle/bundle.h"
+#include "engine/engine.h"
+#include "util/reasons.h"
+
+/* Where named policies and bundles come from (the daemon's --bundles and --trust). */
+struct custode_policy_source {
+	const char *bundles_dir;      /* NULL: no named policies */
+	const struct custode_trust *trust; /* NULL: bundles can't be verified (refused) */
+	const char *state_dir;        /* version floors; NULL: CUSTODE_BUNDLE_STATE_DIR */
+};
+
+struct custode_attach_req {
+	const char *cgroup;    /* a cgroup v2 directory */
+	const char *profile;   /* exactly one of: a built-in profile, */
+	const char *policy;    /* the name of a policy accepted from the daemon's bundles, */
+	const char *bundle;    /* or a bundle file, verified with the daemon's trust */
+	const char *workspace; /* ${workspace}; NULL: a path that does not exist (grants nothing) */
+	bool has_run_id;
+	__u64 run_id;
+};
+
+/* A registered attached run, as its state files describe it. */
+struct custode_attached {
+	__u64 run_id;
+	__u64 cgroup_id;
+	__u64 gate_id;
+	int level;
+	int64_t attached_at; /* unix seconds */
+	char cgroup[4096];
+	char policy_name[128];
+	uint64_t policy_version;
+	char policy_source[16]; /* "profile", "bundle" */
+	char policy_ref[4096];  /* the profile's name, or the bundle file */
+	char policy_digest[80];
+	char workspace[4096];
+};
+
+/* Register req->cgroup as a run. *out: the run as `custode runs --json` shows it. */
+int custode_attach(struct custode_engine *e, const struct custode_attach_req *req,
+		   const struct custode_policy_source *src, json_t **out, struct custode_refusal *why);
+
+/*
+ * Unregister an attached run (by run id, or by cgroup path when cgroup is
+ * non-NULL): its processes are no longer confined. *out: the run with its
+ * final counts.
+ */
+int custode_detach(struct custode_engine *e, __u64 run_id, const char *cgroup, json_t **out,
+		   struct custode_refusal *why);
+
+/*
+ * Every registered run, launcher-made and attached: run id, kind, cgroup,
+ * policy name and version, start time, denials (exact, by reason), state.
+ * verify: also check each attached run's policy (see custode_attach_verify).
+ */
+json_t *custode_runs_list(struct custode_engine *e, const struct custode_policy_source *src, bool verify);
+
+/*
+ * Does an attached run's policy still verify? Profiles: the built-in of that
+ * name still exists, at the run's version and digest. Bundles: the recorded
+ * file, or a bundle of that name and version in src->bundles_dir, verifies
+ * against src->trust (and the version floor). 0, or a refusal (reason
+ * policy.unverified with the cause).
+ */
+int custode_attach_verify(const struct custode_attached *a, __u32 running_version,
+			  const struct custode_policy_source *src, struct custode_refusal *why);
+
+/* What adoption and reaping did, one call per run ("adopted", "reaped", "unverified", ...). */
+typedef void (*custode_attach_report_fn)(void *ctx, const char *action, const char *detail, const json_t *run);
+
+/*
+ * At daemon start: take over what the pinned registry and the state
+ * directory hold. Attached runs whose cgroup still exists are adopted (their
+ * policy re-verified: one that no longer verifies is reported and keeps its
+ * last good rules); runs (attached or launched) whose cgroup is gone are
+ * reaped; half-made attachments are cleaned up; the gates are rewritten from
+ * what remains. Returns the number of runs adopted, or -errno.
+ */
+int custode_attach_adopt(struct custode_engine *e, const struct custode_policy_source *src,
+			 custode_attach_report_fn report, void *ctx);
+
+/* Reap runs whose cgroup vanished (periodically, in the daemon). Returns how many. */
+int custode_attach_reap_vanished(struct custode_engine *e, custode_attach_report_fn report, void *ctx);
+
+/* Read the attached runs' state (CUSTODE_RUNS_DIR/<id>.attach.json). Returns how many (at most max). */
+int custode_attached_list(struct custode_attached *out, int max);
+int custode_attached_read(__u64 run_id, struct custode_attached *out);
+
+/* ---- pure parts, unit-tested ---- */
+
+/*
+ * May this cgroup be attached? path is canonical and below mount. Refused:
+ * the cgroup2 root itself, custode's root or anything below it or above it,
+ * a cgroup holding `self_cgroup` (the daemon's own), a level above
+ * root_level or more than CUSTODE_GATE_LEVELS - 1 below it. On success *level
+ * and gate (the ancestor path at root_level) are set.
+ */
+int custode_attach_check_path(const char *mount, const char *path, const char *custode_root, int root_level,
+			      const char *self_cgroup, int *level, char *gate, size_t gate_len,
+			      struct custode_refusal *why);
+
+/* Does one of these paths contain the other (or are they equal)? Whole components only. */
+bool custode_path_nested(const char *a, const char *b);
+
+/*
+ * The gate table for a set of attached runs (gate id, level), computed from
+ * the current table so that concurrent BPF readers stay safe
+ * (include/custode/abi.h): phase1 drops what is gone and updates levels of
+ * gates that stay; phase2 adds new gates into slots phase1 left free.
+ * -ENOSPC when more distinct gates than CUSTODE_MAX_GATES are needed.
+ */
+struct custode_gate_want {
+	__u64 gate_id;
+	int level_bit; /* level - root_level */
+};
+int custode_gates_plan(const struct custode_gates *cur, const struct custode_gate_want *want, size_t n,
+		       struct custode_gates *phase1, struct custode_gates *phase2);
+
+/* The cgroup v2 path of a cgroup id (open_by_handle_at), for registrations without state. */
+int custode_cgroup_path_by_id(const char *mount, __u64 id, char *out, size_t len);
+
+#endif

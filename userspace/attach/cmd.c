@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: Apache-2.0
+/* custode attach / detach / runs: clients of the daemon's control socket (docs/operations.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "attach/attach.h"
+#include "attach/cmd.h"
+#include "daemon/control.h"
+#include "engine/engine.h"
+#include "run/runstate.h"
+#include "util/reasons.h"
+
+#define EXIT_REFUSED 125
+#define CALL_TIMEOUT_MS 60000
+
+static int refused(const char *cmd, const struct custode_refusal *why)
+{
+	fprintf(stderr, "custode: %s: refused: %s: %s\n", cmd, custode_reason_name(why->reason), why->detail);
+	return why->reason == CUSTODE_REASON_RUN_USAGE ? 2 : EXIT_REFUSED;
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "";
+}
+
+static void print_json(const json_t *o)
+{
+	json_dumpf(o, stdout, JSON_COMPACT);
+	putchar('\n');
+}
+
+static void attach_usage(FILE *f)
+{
+	fprintf(f, "usage: custode attach --cgroup PATH (--profile NAME | --policy NAME | --bundle FILE)\n"
+		   "                      [--workspace DIR] [--run-id ID] [--json]\n"
+		   "\n"
+		   "Register an existing cgroup v2 (a container's, a systemd unit's) as a run: its\n"
+		   "processes, those running now and every descendant, are confined by the policy\n"
+		   "from their next operation on, until `custode detach`. Done by the daemon\n"
+		   "(`custode daemon` must run), which re-adopts the run after a restart.\n"
+		   "\n"
+		   "  --cgroup PATH      the cgroup (below the cgroup v2 mount, outside custode's own\n"
+		   "                     subtree, not holding the daemon, not nested in another run)\n"
+		   "  --profile NAME     a built-in profile (`custode profiles`)\n"
+		   "  --policy NAME      a policy accepted from the daemon's --bundles directory\n"
+		   "  --bundle FILE      a signed bundle, verified with the daemon's --trust keys\n"
+		   "  --workspace DIR    what ${workspace} means for this run (default: nothing:\n"
+		   "                     rules under ${workspace} and ${tmp} grant nothing)\n"
+		   "  --run-id ID        16 hex digits (default: random)\n"
+		   "  --json             print the run as JSON\n"
+		   "\n"
+		   "Limits, environment and the launcher's seccomp filter are not applied to an\n"
+		   "attached run (its owner manages them); a policy with required limits is refused.\n"
+		   "Exit: 0 attached; 125 refused (reason code on stderr); 2 usage.\n");
+}
+
+int custode_cmd_attach(int argc, char **argv)
+{
+	static const struct option opts[] = {{"cgroup", required_argument, NULL, 'c'},
+					     {"profile", required_argument, NULL, 'p'},
+					     {"policy", required_argument, NULL, 'P'},
+					     {"bundle", required_argument, NULL, 'b'},
+					     {"workspace", required_argument, NULL, 'w'},
+					     {"run-id", required_argument, NULL, 'r'},
+					     {"json", no_argument, NULL, 'j'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	struct custode_refusal why = {0};
+	json_t *req = json_pack("{s:s}", "cmd", "attach"), *resp = NULL, *run, *pol;
+	bool json = false;
+	int c, sources = 0, err;
+	__u64 id;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			json_object_set_new(req, "cgroup", json_string(optarg));
+			break;
+		case 'p':
+			json_object_set_new(req, "profile", json_string(optarg));
+			sources++;
+			break;
+		case 'P':
+			json_object_set_new(req, "policy", json_string(optarg));
+			sources++;
+			break;
+		case 'b': {
+			char abs[4096];
+
+			json_object_set_new(req, "bundle", json_string(realpath(optarg, abs) ? abs : optarg));
+			sources++;
+			break;
+		}
+		case 'w': {
+			char abs[4096];
+
+			json_object_set_new(req, "workspace", json_string(realpath(optarg, abs) ? abs : optarg));
+			break;
+		}
+		case 'r':
+			if (custode_run_id_parse(optarg, &id) < 0) {
+				fprintf(stderr, "custode: attach: --run-id: '%s' is not 16 hex digits\n", optarg);
+				json_decref(req);
+				return 2;
+			}
+			json_object_set_new(req, "run_id", json_string(optarg + (strncmp(optarg, "run-", 4) ? 0 : 4)));
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			attach_usage(stdout);
+			json_decref(req);
+			return 0;
+		default:
+			attach_usage(stderr);
+			json_decref(req);
+			return 2;
+		}
+	}
+	if (optind < argc || !json_object_get(req, "cgroup") || sources != 1) {
+		fprintf(stderr, "custode: attach: needs --cgroup PATH and one of --profile, --policy, --bundle\n");
+		attach_usage(stderr);
+		json_decref(req);
+		return 2;
+	}
+	err = custode_control_call(req, &resp, CALL_TIMEOUT_MS, &why);
+	json_decref(req);
+	if (err)
+		return refused("attach", &why);
+	run = json_object_get(resp, "run");
+	pol = json_object_get(run, "policy");
+	if (json)
+		print_json(run);
+	else
+		printf("custode: attached run %s: %s under %s v%lld (%s)\n", jstr(run, "run_id"), jstr(run, "cgroup"),
+		       jstr(pol, "name"), (long long)json_integer_value(json_object_get(pol, "version")), jstr(run, "mode"));
+	json_decref(resp);
+	return 0;
+}
+
+static void detach_usage(FILE *f)
+{
+	fprintf(f, "usage: custode detach (--run ID | --cgroup PATH | ID) [--json]\n"
+		   "\n"
+		   "Unregister an attached run: its processes are no longer confined. Prints its\n"
+		   "final denial counts. Runs started by `custode run` end with their command.\n"
+		   "Exit: 0 detached; 125 refused; 2 usage.\n");
+}
+
+static void print_counts(const json_t *run)
+{
+	const json_t *d = json_object_get(run, "denials"), *by = json_object_get(d, "by_reason"), *v;
+	const char *k, *sep = ": ";
+
+	printf("%lld denial%s", (long long)json_integer_value(json_object_get(d, "total")),
+	       json_integer_value(json_object_get(d, "total")) == 1 ? "" : "s");
+	json_object_foreach((json_t *)by, k, v) {
+		printf("%s%s=%lld", sep, k, (long long)json_integer_value(v));
+		sep = ", ";
+	}
+}
+
+int custode_cmd_detach(int argc, char **argv)
+{
+	static const struct option opts[] = {{"run", required_argument, NULL, 'r'},
+					     {"cgroup", required_argument, NULL, 'c'},
+					     {"json", no_argument, NULL, 'j'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	struct custode_refusal why = {0};
+	json_t *req = json_pack("{s:s}", "cmd", "detach"), *resp = NULL, *run;
+	bool json = false;
+	int c, err;
+	__u64 id;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == 'r' || c == 'c') {
+			if (c == 'r' && custode_run_id_parse(optarg, &id) < 0) {
+				fprintf(stderr, "custode: detach: --run: '%s' is not a run id\n", optarg);
+				json_decref(req);
+				return 2;
+			}
+			if (c == 'r')
+				json_object_set_new(req, "run_id", json_string(optarg + (strncmp(optarg, "run-", 4) ? 0 : 4)));
+			else {
+				char abs[4096];
+				json_object_set_new(req, "cgroup", json_string(realpath(optarg, abs) ? abs : optarg));
+			}
+		} else if (c == 'j') {
+			json = true;
+		} else if (c == 'h') {
+			detach_usage(stdout);
+			json_decref(req);
+			return 0;
+		} else {
+			detach_usage(stderr);
+			json_decref(req);
+			return 2;
+		}
+	}
+	if (optind == argc - 1 && !json_object_get(req, "run_id") && !json_object_get(req, "cgroup")) {
+		if (custode_run_id_parse(argv[optind], &id) < 0) {
+			fprintf(stderr, "custode: detach: '%s' is not a run id\n", argv[optind]);
+			json_decref(req);
+			return 2;
+		}
+		json_object_set_new(req, "run_id", json_string(argv[optind] + (strncmp(argv[optind], "run-", 4) ? 0 : 4)));
+		optind++;
+	}
+	if (optind < argc || (!!json_object_get(req, "run_id") == !!json_object_get(req, "cgroup"))) {
+		detach_usage(stderr);
+		json_decref(req);
+		return 2;
+	}
+	err = custode_control_call(req, &resp, CALL_TIMEOUT_MS, &why);
+	json_decref(req);
+	if (err)
+		return refused("detach", &why);
+	run = json_object_get(resp, "run");
+	if (json) {
+		print_json(run);
+	} else {
+		printf("custode: detached run %s (%s): ", jstr(run, "run_id"), jstr(run, "cgroup"));
+		print_counts(run);
+		putchar('\n');
+	}
+	json_decref(resp);
+	return 0;
+}
+
+static void runs_usage(FILE *f)
+{
+	fprintf(f, "usage: custode runs [--json]\n"
+		   "\n"
+		   "List the registered runs — started by `custode run` (launched) or by `custode\n"
+		   "attach` (attached) — with policy name and version, start time, state and\n"
+		   "exact denial counts. Through the daemon when it runs (which also re-verifies\n"
+		   "each attached run's policy), else from the pinned engine.\n"
+		   "\n"
+		   "  --json   one JSON array (fields: docs/operations.md)\n"
+		   "Exit: 0; 1 no engine; 2 usage.\n");
+}
+
+int custode_cmd_runs(int argc, char **argv)
+{
+	struct custode_refusal why = {0};
+	json_t *req, *resp = NULL, *runs, *r;
+	bool json = false;
+	size_t i;
+	int err;
+
+	for (int k = 1; k < argc; k++) {
+		if (!strcmp(argv[k], "--json"))
+			json = true;
+		else if (!strcmp(argv[k], "--help")) {
+			runs_usage(stdout);
+			return 0;
+		} else {
+			runs_usage(stderr);
+			return 2;
+		}
+	}
+	req = json_pack("{s:s}", "cmd", "runs");
+	err = custode_control_call(req, &resp, CALL_TIMEOUT_MS, &why);
+	json_decref(req);
+	if (err && why.reason != CUSTODE_REASON_DAEMON_NOT_RUNNING) {
+		refused("runs", &why);
+		return 1;
+	}
+	if (err) {
+		struct custode_engine e;
+
+		if (custode_host_prepare(&e, &why) || custode_engine_open(&e, 0, 0, &why)) {
+			if (why.reason == CUSTODE_REASON_ENGINE_MISSING) {
+				if (json)
+					printf("[]\n");
+				return 0;
+			}
+			fprintf(stderr, "custode: runs: %s: %s\n", custode_reason_name(why.reason), why.detail);
+			return why.reason == CUSTODE_REASON_PRIVILEGE_REQUIRED ? EXIT_REFUSED : 1;
+		}
+		resp = json_pack("{s:o}", "runs", custode_runs_list(&e, NULL, false));
+		custode_engine_close(&e);
+	}
+	runs = json_object_get(resp, "runs");
+	if (json) {
+		print_json(runs);
+	} else {
+		printf("%-16s  %-8s  %-9s  %-28s  %-20s  %8s  %s\n", "RUN", "KIND", "STATE", "POLICY", "STARTED", "DENIALS",
+		       "CGROUP");
+		json_array_foreach(runs, i, r) {
+			const json_t *pol = json_object_get(r, "policy");
+			char polbuf[160];
+
+			snprintf(polbuf, sizeof(polbuf), "%s v%lld%s", json_object_get(pol, "name") ? jstr(pol, "name") : "?",
+				 (long long)json_integer_value(json_object_get(pol, "version")),
+				 json_is_false(json_object_get(pol, "verified")) ? " (unverified)" : "");
+			printf("%-16s  %-8s  %-9s  %-28s  %-20s  %8lld  %s\n", jstr(r, "run_id"), jstr(r, "kind"),
+			       jstr(r, "state"), polbuf, json_is_string(json_object_get(r, "started")) ? jstr(r, "started") : "-",
+			       (long long)json_integer_value(json_object_get(json_object_get(r, "denials"), "total")),
+			       json_is_string(json_object_get(r, "cgroup")) ? jstr(r, "cgroup") : "-");
+		}
+	}
+	json_decref(resp);
+	return 0;
+}

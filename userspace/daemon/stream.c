@@ -1,0 +1,739 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "custode/abi.h"
+#include "daemon/loop.h"
+#include "daemon/stream.h"
+#include "run/runstate.h"
+#include "util/reasons.h"
+
+#define MAX_FOLLOWERS 64
+#define SINK_QUEUE_MAX (4u << 20)
+#define RECONCILE_SLOTS 16384
+#define TICK_MS 1000
+
+/* A non-blocking output: a bounded queue, flushed when the fd is writable. */
+struct outq {
+	int fd;
+	bool pollable, watching, gone;
+	char *buf;
+	size_t len, cap;
+	uint64_t dropped;
+};
+
+struct hist {
+	char *line;
+	size_t len;
+	__u64 run_id;
+	char reason[48];
+	int64_t wall_ns;
+};
+
+struct follower {
+	bool used;
+	struct custode_event_filter f;
+	custode_stream_take_fn take;
+	void *ctx;
+};
+
+/* Runs by cgroup id, remembered after they end: a run's last throttle summary comes after it. */
+struct known_run {
+	__u64 cgid, run_id;
+	__u32 version;
+};
+#define KNOWN_SLOTS 16384
+
+/* What the stream already said about a (run cgroup, reason)'s suppressed denials: reconciles kernel and daemon reports. */
+struct reconcile {
+	__u64 run_cgid;
+	__u32 reason;
+	bool used;
+	__u64 total;
+};
+
+static struct {
+	struct custode_stream_opts o;
+	int events_fd, throttle_fd, stats_fd, runs_fd, cfg_fd;
+	struct ring_buffer *rb;
+	int64_t boot_to_wall;
+	struct custode_event_enricher *en;
+	struct outq out;
+	bool out_text, out_none;
+	int file_fd;
+	uint64_t file_size;
+	struct hist *hist;
+	size_t hist_head, hist_n;
+	struct follower fol[MAX_FOLLOWERS];
+	struct reconcile *rec;
+	struct known_run *known;
+	uint64_t last_dropped;
+	int ncpu;
+	struct custode_stream_stats st;
+} S = {.events_fd = -1, .throttle_fd = -1, .stats_fd = -1, .runs_fd = -1, .cfg_fd = -1, .file_fd = -1};
+
+/* ---- sinks ---- */
+
+static int outq_event(void *arg, uint32_t revents);
+
+static void outq_flush(struct outq *q)
+{
+	while (q->len && !q->gone) {
+		ssize_t w = write(q->fd, q->buf, q->len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			break;
+		if (w <= 0) {
+			q->gone = true; /* the reader left: count what it would have got */
+			q->dropped++;
+			q->len = 0;
+			break;
+		}
+		memmove(q->buf, q->buf + w, q->len - (size_t)w);
+		q->len -= (size_t)w;
+	}
+	if (q->pollable && !q->gone) {
+		bool want = q->len > 0;
+
+		if (want && !q->watching) {
+			q->watching = custode_loop_add(q->fd, EPOLLOUT, outq_event, q) == 0;
+		} else if (!want && q->watching) {
+			custode_loop_del(q->fd);
+			q->watching = false;
+		}
+	}
+}
+
+static int outq_event(void *arg, uint32_t revents)
+{
+	struct outq *q = arg;
+
+	if (revents & (EPOLLERR | EPOLLHUP)) {
+		q->gone = true;
+		q->dropped += q->len ? 1 : 0;
+		q->len = 0;
+	}
+	outq_flush(q);
+	if (q->gone && q->watching) {
+		custode_loop_del(q->fd);
+		q->watching = false;
+	}
+	return 0;
+}
+
+static void outq_push(struct outq *q, const char *line, size_t n)
+{
+	if (q->gone || q->fd < 0) {
+		q->dropped++;
+		return;
+	}
+	if (!q->pollable) {
+		/* a regular file: writes don't wait for a reader */
+		while (n) {
+			ssize_t w = write(q->fd, line, n);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				q->dropped++;
+				return;
+			}
+			line += w;
+			n -= (size_t)w;
+		}
+		return;
+	}
+	if (q->len + n > SINK_QUEUE_MAX) {
+		q->dropped++;
+		outq_flush(q);
+		return;
+	}
+	if (q->len + n > q->cap) {
+		size_t cap = q->cap ? q->cap : 65536;
+		char *nb;
+
+		while (cap < q->len + n)
+			cap *= 2;
+		nb = realloc(q->buf, cap);
+		if (!nb) {
+			q->dropped++;
+			return;
+		}
+		q->buf = nb;
+		q->cap = cap;
+	}
+	memcpy(q->buf + q->len, line, n);
+	q->len += n;
+	outq_flush(q);
+}
+
+/*
+ * stdout: a pipe, socket or terminal is written without blocking (a new open
+ * file description where possible, so the caller's stays as it was).
+ */
+static void stdout_open(void)
+{
+	struct stat st;
+
+	S.out.fd = 1;
+	if (fstat(1, &st) < 0) {
+		S.out.gone = true;
+		return;
+	}
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		return;
+	S.out.pollable = true;
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+		int fd = open("/proc/self/fd/1", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) {
+			S.out.fd = fd;
+			return;
+		}
+	}
+	fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
+}
+
+static int file_open(void)
+{
+	struct stat st;
+
+	S.file_fd = open(S.o.file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (S.file_fd < 0)
+		return -errno;
+	S.file_size = fstat(S.file_fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+	return 0;
+}
+
+static void file_rotate(void)
+{
+	char from[PATH_MAX + 16], to[PATH_MAX + 16];
+
+	close(S.file_fd);
+	S.file_fd = -1;
+	for (unsigned k = S.o.file_keep; k > 1; k--) {
+		snprintf(from, sizeof(from), "%s.%u", S.o.file, k - 1);
+		snprintf(to, sizeof(to), "%s.%u", S.o.file, k);
+		rename(from, to);
+	}
+	snprintf(to, sizeof(to), "%s.1", S.o.file);
+	if (S.o.file_keep)
+		rename(S.o.file, to);
+	else
+		unlink(S.o.file);
+	S.st.file_rotations++;
+	file_open();
+}
+
+static void file_write(const char *line, size_t n)
+{
+	if (S.file_fd < 0 && file_open() < 0) {
+		S.st.sink_dropped[1]++;
+		return;
+	}
+	if (S.file_size + n > S.o.file_max_bytes && S.file_size)
+		file_rotate();
+	if (S.file_fd < 0) {
+		S.st.sink_dropped[1]++;
+		return;
+	}
+	while (n) {
+		ssize_t w = write(S.file_fd, line, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			S.st.sink_dropped[1]++;
+			return;
+		}
+		S.file_size += (uint64_t)w;
+		line += w;
+		n -= (size_t)w;
+	}
+}
+
+/* ---- publishing ---- */
+
+static void publish(json_t *ev)
+{
+	const char *reason = json_string_value(json_object_get(ev, "reason"));
+	const char *rid = json_string_value(json_object_get(ev, "run_id"));
+	const char *t = json_string_value(json_object_get(ev, "time"));
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	char *line = json_dumps(ev, JSON_COMPACT);
+	int64_t wall = 0;
+	__u64 run_id = 0;
+	size_t len;
+
+	if (!line)
+		return;
+	len = strlen(line);
+	if (rid)
+		custode_run_id_parse(rid, &run_id);
+	if (t)
+		custode_event_time_parse(t, &wall);
+	if (type && !strcmp(type, "decision"))
+		S.st.records++;
+	/* sinks: a line each, with its newline */
+	line[len] = '\n';
+	if (!S.out_none) {
+		if (S.out_text) {
+			char text[8192];
+			int n = custode_event_format(ev, text, sizeof(text) - 1);
+
+			if (n > (int)sizeof(text) - 2)
+				n = (int)sizeof(text) - 2;
+			text[n] = '\n';
+			outq_push(&S.out, text, (size_t)n + 1);
+		} else {
+			outq_push(&S.out, line, len + 1);
+		}
+	}
+	if (S.o.file)
+		file_write(line, len + 1);
+	line[len] = 0;
+	for (int i = 0; i < MAX_FOLLOWERS; i++)
+		if (S.fol[i].used && custode_event_filter_match_meta(&S.fol[i].f, run_id, reason, wall))
+			S.fol[i].take(S.fol[i].ctx, line, len);
+	/* the history keeps the line (ownership moves there) */
+	if (!S.o.history) {
+		free(line);
+		return;
+	}
+	{
+		struct hist *h = &S.hist[(S.hist_head + S.hist_n) % S.o.history];
+
+		if (S.hist_n == S.o.history) {
+			free(S.hist[S.hist_head].line);
+			h = &S.hist[S.hist_head];
+			S.hist_head = (S.hist_head + 1) % S.o.history;
+		} else {
+			S.hist_n++;
+		}
+		h->line = line;
+		h->len = len;
+		h->run_id = run_id;
+		h->wall_ns = wall;
+		snprintf(h->reason, sizeof(h->reason), "%s", reason ? reason : "");
+	}
+}
+
+size_t custode_stream_replay(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < S.hist_n; i++) {
+		const struct hist *h = &S.hist[(S.hist_head + i) % S.o.history];
+
+		if (!custode_event_filter_match_meta(f, h->run_id, h->reason, h->wall_ns))
+			continue;
+		take(ctx, h->line, h->len);
+		n++;
+	}
+	return n;
+}
+
+int custode_stream_follow(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx)
+{
+	for (int i = 0; i < MAX_FOLLOWERS; i++) {
+		if (S.fol[i].used)
+			continue;
+		S.fol[i].used = true;
+		S.fol[i].f = *f;
+		S.fol[i].take = take;
+		S.fol[i].ctx = ctx;
+		return i;
+	}
+	return -ENOSPC;
+}
+
+void custode_stream_unfollow(int handle)
+{
+	if (handle >= 0 && handle < MAX_FOLLOWERS)
+		S.fol[handle].used = false;
+}
+
+void custode_stream_set_policy(__u64 run_id, const char *name)
+{
+	custode_event_enricher_set_policy(S.en, run_id, name);
+}
+
+void custode_stream_stats(struct custode_stream_stats *out)
+{
+	*out = S.st;
+	out->sink_dropped[0] = S.out.dropped;
+	out->history = S.hist_n;
+	out->followers = 0;
+	for (int i = 0; i < MAX_FOLLOWERS; i++)
+		out->followers += S.fol[i].used;
+}
+
+/* ---- throttle records: kernel and daemon, reconciled by the monotonic totals ---- */
+
+static struct reconcile *rec_slot(__u64 cgid, __u32 reason, bool create)
+{
+	size_t h = (size_t)((cgid * 0x9e3779b97f4a7c15ull) ^ reason) % RECONCILE_SLOTS;
+
+	for (size_t i = 0; i < RECONCILE_SLOTS; i++) {
+		struct reconcile *r = &S.rec[(h + i) % RECONCILE_SLOTS];
+
+		if (r->used && r->run_cgid == cgid && r->reason == reason)
+			return r;
+		if (!r->used) {
+			if (!create)
+				return NULL;
+			r->used = true;
+			r->run_cgid = cgid;
+			r->reason = reason;
+			r->total = 0;
+			return r;
+		}
+	}
+	return NULL; /* full: report as the kernel says */
+}
+
+/*
+ * A kernel throttle record: its count is what the kernel had not reported;
+ * the daemon may have reported part of it already (a quiet window's
+ * summary). Keep what's new; a record with nothing new is not published.
+ */
+static bool reconcile_kernel(json_t *ev)
+{
+	json_t *t = json_object_get(ev, "throttle");
+	__u64 cgid = (__u64)json_integer_value(json_object_get(t, "run_cgid"));
+	__u64 total = (__u64)json_integer_value(json_object_get(t, "total"));
+	int reason = custode_reason_from_name(json_string_value(json_object_get(ev, "reason")));
+	struct reconcile *r = reason >= 0 ? rec_slot(cgid, (__u32)reason, true) : NULL;
+	__u64 count;
+
+	{
+		const char *rid = json_string_value(json_object_get(ev, "run_id"));
+		__u64 id;
+
+		if (rid && custode_run_id_parse(rid, &id) == 0 && id)
+			custode_stream_note_run(cgid, id,
+						(__u32)json_integer_value(json_object_get(json_object_get(ev, "policy"), "version")));
+	}
+	if (!r)
+		return true;
+	if (total < r->total) /* the kernel's entry was evicted and started again */
+		count = (__u64)json_integer_value(json_object_get(t, "count"));
+	else
+		count = total - r->total;
+	r->total = total;
+	if (!count)
+		return false;
+	json_object_set_new(t, "count", json_integer((json_int_t)count));
+	S.st.throttle_records++;
+	S.st.throttled += count;
+	return true;
+}
+
+static struct known_run *known_slot(__u64 cgid, bool create)
+{
+	size_t h = (size_t)((cgid * 0x9e3779b97f4a7c15ull) >> 40) % KNOWN_SLOTS;
+
+	for (size_t i = 0; i < KNOWN_SLOTS; i++) {
+		struct known_run *k = &S.known[(h + i) % KNOWN_SLOTS];
+
+		if (k->cgid == cgid)
+			return k;
+		if (!k->cgid) {
+			if (!create)
+				return NULL;
+			k->cgid = cgid;
+			return k;
+		}
+	}
+	/* full: recycle the home slot (an old run's summary may then lack its id) */
+	return create ? &S.known[h] : NULL;
+}
+
+void custode_stream_note_run(__u64 cgid, __u64 run_id, __u32 version)
+{
+	struct known_run *k = S.known && cgid ? known_slot(cgid, true) : NULL;
+
+	if (k) {
+		k->cgid = cgid;
+		k->run_id = run_id;
+		k->version = version;
+	}
+}
+
+/* A run by cgroup id: registered now, or seen while it was (its summary may come after it ended). */
+static __u64 run_id_of(__u64 cgid, __u32 *version)
+{
+	struct custode_run run;
+	struct known_run *k;
+
+	*version = 0;
+	if (S.runs_fd >= 0 && bpf_map_lookup_elem(S.runs_fd, &cgid, &run) == 0) {
+		custode_stream_note_run(cgid, run.run_id, run.policy_version);
+		*version = run.policy_version;
+		return run.run_id;
+	}
+	k = S.known ? known_slot(cgid, false) : NULL;
+	if (!k)
+		return 0;
+	*version = k->version;
+	return k->run_id;
+}
+
+/*
+ * Suppressed denials the kernel has not summarised because no later denial
+ * of that run and reason came (the storm stopped): once the window is over,
+ * the daemon says so itself.
+ */
+static void throttle_flush(uint64_t window_ns)
+{
+	struct custode_throttle_key key, next;
+	struct custode_throttle val;
+	struct timespec bt;
+	void *prev = NULL;
+	__u64 now;
+
+	if (S.throttle_fd < 0)
+		return;
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	now = (__u64)bt.tv_sec * 1000000000ull + (__u64)bt.tv_nsec;
+	while (bpf_map_get_next_key(S.throttle_fd, prev, &next) == 0) {
+		struct reconcile *r;
+		char when[64], since[64], hex[17];
+		__u32 version;
+		__u64 run_id;
+		json_t *ev;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(S.throttle_fd, &key, &val) < 0)
+			continue;
+		r = rec_slot(key.run_cgid, key.reason, true);
+		if (!r || val.suppressed <= r->total || now - val.window_start_ns < window_ns)
+			continue;
+		run_id = run_id_of(key.run_cgid, &version);
+		custode_run_id_format(run_id, hex);
+		custode_event_time_format((int64_t)now + S.boot_to_wall, when, sizeof(when));
+		custode_event_time_format((int64_t)val.window_start_ns + S.boot_to_wall, since, sizeof(since));
+		ev = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:{s:I}, s:{s:I, s:I, s:s, s:I}}", "version",
+			       CUSTODE_EVENT_VERSION, "type", "throttle", "source", "daemon", "time", when, "run_id", hex,
+			       "reason", custode_reason_name((int)key.reason) ? custode_reason_name((int)key.reason) : "unknown",
+			       "policy", "version", (json_int_t)version, "throttle", "count",
+			       (json_int_t)(val.suppressed - r->total), "total", (json_int_t)val.suppressed, "since", since,
+			       "run_cgid", (json_int_t)key.run_cgid);
+		S.st.throttle_records++;
+		S.st.throttled += val.suppressed - r->total;
+		r->total = val.suppressed;
+		if (ev) {
+			custode_event_enrich(S.en, ev);
+			publish(ev);
+			json_decref(ev);
+		}
+	}
+}
+
+/* Start from what the kernel holds: what happened before this daemon is not reported again. */
+static void throttle_baseline(void)
+{
+	struct custode_throttle_key key, next;
+	struct custode_throttle val;
+	void *prev = NULL;
+
+	if (S.throttle_fd < 0)
+		return;
+	while (bpf_map_get_next_key(S.throttle_fd, prev, &next) == 0) {
+		struct reconcile *r;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(S.throttle_fd, &key, &val) == 0 && (r = rec_slot(key.run_cgid, key.reason, true)))
+			r->total = val.suppressed;
+	}
+}
+
+/* Records the full ring buffer lost, per CPU: one "dropped" record when the count moved. */
+static void drops_check(bool baseline)
+{
+	struct custode_stats *per;
+	__u32 zero = 0;
+	__u64 total = 0;
+	json_t *ev, *arr;
+	char when[64];
+
+	if (S.stats_fd < 0 || S.ncpu <= 0 || !(per = calloc((size_t)S.ncpu, sizeof(*per))))
+		return;
+	if (bpf_map_lookup_elem(S.stats_fd, &zero, per) < 0) {
+		free(per);
+		return;
+	}
+	arr = json_array();
+	for (int i = 0; i < S.ncpu; i++) {
+		total += per[i].events_dropped;
+		json_array_append_new(arr, json_integer((json_int_t)per[i].events_dropped));
+	}
+	free(per);
+	if (baseline || total <= S.last_dropped) {
+		S.last_dropped = total;
+		json_decref(arr);
+		return;
+	}
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		custode_event_time_format(now.tv_sec * 1000000000LL + now.tv_nsec, when, sizeof(when));
+	}
+	ev = json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:o}", "version", CUSTODE_EVENT_VERSION, "type", "dropped",
+		       "source", "daemon", "time", when, "count", (json_int_t)(total - S.last_dropped), "total",
+		       (json_int_t)total, "per_cpu", arr);
+	S.st.dropped += total - S.last_dropped;
+	S.last_dropped = total;
+	if (ev) {
+		publish(ev);
+		json_decref(ev);
+	}
+}
+
+/* ---- the consumer ---- */
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	json_t *ev = custode_event_to_json(data, size, S.boot_to_wall);
+	const char *type;
+
+	(void)ctx;
+	if (!ev) {
+		S.st.bad++;
+		return 0;
+	}
+	type = json_string_value(json_object_get(ev, "type"));
+	custode_event_enrich(S.en, ev);
+	if (!type || strcmp(type, "throttle") || reconcile_kernel(ev))
+		publish(ev);
+	json_decref(ev);
+	return 0;
+}
+
+static int rb_ready(void *arg, uint32_t revents)
+{
+	(void)arg;
+	(void)revents;
+	ring_buffer__consume(S.rb);
+	return 0;
+}
+
+static int tick(void *arg)
+{
+	uint64_t window = S.o.throttle_window_ms ? S.o.throttle_window_ms * 1000000ull : CUSTODE_THROTTLE_WINDOW_NS;
+
+	(void)arg;
+	S.boot_to_wall = custode_boot_to_wall_ns(); /* follows clock changes */
+	ring_buffer__consume(S.rb);
+	drops_check(false);
+	throttle_flush(window);
+	return 0;
+}
+
+static int open_map(const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", CUSTODE_PIN_MAPS, name);
+	return bpf_obj_get(path);
+}
+
+int custode_stream_open(const struct custode_stream_opts *o, struct custode_refusal *why)
+{
+	struct custode_event_cfg cfg = {0};
+	__u32 zero = 0;
+	int err;
+
+	S.o = *o;
+	if (!S.o.stdout_format)
+		S.o.stdout_format = "json";
+	if (!S.o.file_max_bytes)
+		S.o.file_max_bytes = 64ull << 20;
+	S.out_text = !strcmp(S.o.stdout_format, "text");
+	S.out_none = !strcmp(S.o.stdout_format, "none");
+	S.ncpu = libbpf_num_possible_cpus();
+	S.en = custode_event_enricher_new();
+	S.rec = calloc(RECONCILE_SLOTS, sizeof(*S.rec));
+	S.known = calloc(KNOWN_SLOTS, sizeof(*S.known));
+	S.hist = S.o.history ? calloc(S.o.history, sizeof(*S.hist)) : NULL;
+	if (!S.en || !S.rec || !S.known || (S.o.history && !S.hist))
+		return custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
+	/* our own fds: the engine handle may be reopened (new classes) without touching the consumer */
+	S.events_fd = open_map("custode_events");
+	S.stats_fd = open_map("custode_stats");
+	S.runs_fd = open_map("custode_runs");
+	S.throttle_fd = open_map("custode_throttle");
+	S.cfg_fd = open_map("custode_event_cfg");
+	if (S.events_fd < 0 || S.stats_fd < 0)
+		return custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING, "the engine's event maps are missing");
+	if (S.cfg_fd >= 0) {
+		cfg.burst = S.o.throttle_burst;
+		cfg.window_ns = S.o.throttle_window_ms * 1000000ull;
+		cfg.flags = S.o.no_throttle ? CUSTODE_EVENT_CFG_NO_THROTTLE : 0;
+		bpf_map_update_elem(S.cfg_fd, &zero, &cfg, BPF_ANY);
+	}
+	if (S.o.file && (err = file_open()) < 0)
+		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "--events-file %s: %s", S.o.file,
+				      strerror(-err));
+	stdout_open();
+	S.boot_to_wall = custode_boot_to_wall_ns();
+	throttle_baseline();
+	drops_check(true);
+	S.rb = ring_buffer__new(S.events_fd, on_record, NULL, NULL);
+	if (!S.rb)
+		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "map the ring buffer: %s",
+				      strerror(errno));
+	if ((err = custode_loop_add(ring_buffer__epoll_fd(S.rb), EPOLLIN, rb_ready, NULL)) ||
+	    (err = custode_loop_timer(TICK_MS, tick, NULL)) < 0)
+		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
+	return 0;
+}
+
+void custode_stream_close(void)
+{
+	if (S.rb) {
+		ring_buffer__consume(S.rb);
+		ring_buffer__free(S.rb);
+	}
+	S.rb = NULL;
+	if (S.out.len) {
+		/* last chance, without waiting */
+		(void)!write(S.out.fd, S.out.buf, S.out.len);
+	}
+	free(S.out.buf);
+	/* throttling back to the engine's defaults for whoever reads the ring buffer next (not after SIGKILL) */
+	if (S.cfg_fd >= 0 && (S.o.no_throttle || S.o.throttle_burst || S.o.throttle_window_ms)) {
+		struct custode_event_cfg cfg = {0};
+		__u32 zero = 0;
+
+		bpf_map_update_elem(S.cfg_fd, &zero, &cfg, BPF_ANY);
+	}
+	for (size_t i = 0; i < S.hist_n; i++)
+		free(S.hist[(S.hist_head + i) % S.o.history].line);
+	free(S.hist);
+	free(S.rec);
+	free(S.known);
+	custode_event_enricher_free(S.en);
+	{
+		int fds[] = {S.events_fd, S.throttle_fd, S.stats_fd, S.runs_fd, S.cfg_fd, S.file_fd};
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
+	if (S.out.fd > 2)
+		close(S.out.fd);
+	memset(&S, 0, sizeof(S));
+	S.events_fd = S.throttle_fd = S.stats_fd = S.runs_fd = S.cfg_fd = S.file_fd = -1;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The denial stream (docs/events.md, docs/operations.md): the daemon is the
+ * one consumer of the engine's ring buffer. Each record becomes a JSON line
+ * (policy name and executable path added) written to stdout (the journal
+ * under systemd), optionally to a rotating file, kept in a bounded history
+ * for `custode events`, and passed to followers. No sink ever blocks the
+ * daemon: a sink that can't keep up loses lines and the loss is counted; the
+ * engine itself never waits for anyone (a full ring buffer drops records and
+ * counts them per CPU).
+ */
+#ifndef CUSTODE_DAEMON_STREAM_H
+#define CUSTODE_DAEMON_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+#include "events/events.h"
+#include "util/reasons.h"
+
+struct custode_stream_opts {
+	const char *stdout_format; /* "json" (default), "text", "none" */
+	const char *file;          /* rotating JSON-lines file, or NULL */
+	uint64_t file_max_bytes;   /* rotate past this (default 64 MiB) */
+	unsigned file_keep;        /* rotated files kept: FILE.1 .. FILE.N (default 5) */
+	size_t history;            /* records kept in memory for `custode events` (default 10000) */
+	uint32_t throttle_burst;   /* 0: the engine's default */
+	uint64_t throttle_window_ms;
+	bool no_throttle;
+};
+
+int custode_stream_open(const struct custode_stream_opts *o, struct custode_refusal *why);
+void custode_stream_close(void);
+
+/*
+ * A follower takes one record line (JSON, no newline); false when it can't
+ * right now (the stream counts the loss for it; lost_fn tells it later).
+ */
+typedef bool (*custode_stream_take_fn)(void *ctx, const char *line, size_t len);
+
+/* Replay the history through take (oldest first); returns how many matched. */
+size_t custode_stream_replay(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx);
+/* Follow new records; returns a handle for unfollow, or -ENOSPC. */
+int custode_stream_follow(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx);
+void custode_stream_unfollow(int handle);
+
+/* A registered run (the daemon's snapshots): remembered for summaries written after it ended. */
+void custode_stream_note_run(__u64 cgid, __u64 run_id, __u32 version);
+/* The daemon learned a run's policy name (attach): used for its records. */
+void custode_stream_set_policy(__u64 run_id, const char *name);
+
+struct custode_stream_stats {
+	uint64_t records;          /* decision records published */
+	uint64_t throttle_records; /* throttle records published (kernel and daemon) */
+	uint64_t throttled;        /* denials those throttle records cover */
+	uint64_t dropped;          /* records the ring buffer lost, as reported in "dropped" records */
+	uint64_t bad;              /* records of an unknown version or size */
+	uint64_t sink_dropped[2];  /* lines a slow or gone sink lost: [0] stdout, [1] file */
+	uint64_t file_rotations;
+	size_t history, followers;
+};
+void custode_stream_stats(struct custode_stream_stats *out);
+
+#endif
