@@ -99,9 +99,10 @@ static void report(void *ctx, const char *action, const char *detail, const json
 		V.reaped++;
 	if (rid && pol && custode_run_id_parse(rid, &id) == 0)
 		custode_stream_set_policy(id, pol);
-	fprintf(stderr, "custode daemon: %s run %s (%s%s%s%s%s)%s%s\n", action, rid ? rid : "?", kind ? kind : "?",
+	/* an unverified policy is a refusal to trust it again: name its reason code */
+	fprintf(stderr, "custode daemon: %s run %s (%s%s%s%s%s)%s%s%s\n", action, rid ? rid : "?", kind ? kind : "?",
 		cg ? ", " : "", cg ? cg : "", pol ? ", policy " : "", pol ? pol : "", detail ? ": " : "",
-		detail ? detail : "");
+		!strcmp(action, "unverified") ? "policy.unverified: " : "", detail ? detail : "");
 }
 
 int custode_service_adopt(struct custode_engine *e, const struct custode_policy_source *src)
