@@ -127,7 +127,12 @@ KTEST(metrics_endpoint_and_textfile)
 
 		snprintf(b3, sizeof(b3), "%s/v3.dsse.json", bundles);
 		snprintf(lim, sizeof(lim), "%s/limits.dsse.json", f.d.root);
-		if (!ASSERT_TRUE(sign_policy(&f, name, 3, false, b3), "sign v3") ||
+		char other[500], oname[80];
+
+		snprintf(other, sizeof(other), "%s/other.dsse.json", bundles);
+		snprintf(oname, sizeof(oname), "%s-unattached", name);
+		if (!ASSERT_TRUE(sign_policy(&f, oname, 5, false, other), "sign a policy no run uses") ||
+		    !ASSERT_TRUE(sign_policy(&f, name, 3, false, b3), "sign v3") ||
 		    !ASSERT_TRUE(sign_policy(&f, "test/limits", 1, true, lim), "sign a policy with required limits"))
 			goto out;
 	}
@@ -200,6 +205,8 @@ KTEST(metrics_endpoint_and_textfile)
 	ASSERT_EQ(sample(text, "custode_runs_active{kind=\"launched\"}"), 0, "runs active: launched");
 	snprintf(label, sizeof(label), "custode_policy_bundle_version{policy=\"%s\"}", name);
 	ASSERT_EQ(sample(text, label), 3, "bundle version");
+	snprintf(label, sizeof(label), "custode_policy_bundle_version{policy=\"%s-unattached\"}", name);
+	ASSERT_EQ(sample(text, label), 5, "the version of an accepted bundle no run uses");
 	snprintf(label, sizeof(label), "custode_policy_bundle_not_after_seconds{policy=\"%s\"}", name);
 	ASSERT_TRUE(sample(text, label) > now + 3000 && sample(text, label) < now + 3700, "bundle expiry in an hour");
 	ASSERT_EQ(sample(text, "custode_resolver_up"), 0, "no resolver here");

@@ -248,7 +248,7 @@ static void runs_usage(FILE *f)
 		   "each attached run's policy), else from the pinned engine.\n"
 		   "\n"
 		   "  --json   one JSON array (fields: docs/operations.md)\n"
-		   "Exit: 0; 1 no engine; 2 usage.\n");
+		   "Exit: 0 (an empty list when no engine is loaded); 1 not root; 125 refused; 2 usage.\n");
 }
 
 int custode_cmd_runs(int argc, char **argv)

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "daemon/bundles.h"
+#include "metrics/metrics.h"
 #include "run/runstate.h"
 #include "run/swap.h"
 
@@ -215,6 +216,9 @@ void custode_bundle_watch_scan(struct custode_bundle_watch *w, struct custode_en
 				fprintf(stderr, "custode: daemon: bundles: accepted %s v%llu (%s)\n", best[i].info.name,
 					(unsigned long long)best[i].info.version, best[i].info.digest);
 			apply(e, &best[i]);
+			/* the metrics show every accepted policy's version and validity, not only attached ones */
+			custode_metrics_set_bundle(best[i].info.name, best[i].info.version, best[i].info.not_before,
+						   best[i].info.not_after);
 		}
 		custode_policy_free(best[i].policy);
 		best[i].policy = NULL;

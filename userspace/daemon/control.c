@@ -59,9 +59,10 @@ static void client_close(struct client *cl)
 
 static void client_watch(struct client *cl)
 {
-	uint32_t ev = (cl->closing ? 0 : EPOLLIN) | (cl->wlen ? EPOLLOUT : 0);
+	/* closing: only EPOLLOUT (HUP/ERR come anyway); a level-triggered RDHUP would fire on every turn */
+	uint32_t ev = cl->closing ? 0 : EPOLLIN | EPOLLRDHUP;
 
-	custode_loop_mod(cl->fd, ev | EPOLLRDHUP);
+	custode_loop_mod(cl->fd, ev | (cl->wlen ? EPOLLOUT : 0));
 }
 
 static void client_flush(struct client *cl)

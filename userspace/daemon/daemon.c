@@ -101,8 +101,9 @@ static void usage(FILE *f)
 		"\n"
 		"Readiness: \"custode daemon: ready\" on stderr, and READY=1 to $NOTIFY_SOCKET\n"
 		"(systemd Type=notify). Exit: 0 stopped by SIGINT/SIGTERM; 1 a fatal error\n"
-		"(the engine was replaced under it); 125 refused (daemon.running, not root, no\n"
-		"engine); 2 usage.\n",
+		"(the event loop failed, or the resolver found the engine replaced under it);\n"
+		"125 refused (daemon.running, privilege.required, the engine or a listener\n"
+		"could not be set up: the reason code is on stderr); 2 usage.\n",
 		CUSTODE_RESOLVER_MAX_UPSTREAMS);
 }
 
@@ -450,6 +451,7 @@ int custode_cmd_daemon(int argc, char **argv)
 	int c, lock = -1, err, sfd = -1, code = 0;
 	bool no_resolver = false, loop_up = false, stream_up = false, control_up = false, service_up = false;
 	char up[256] = "", one[80];
+	const char *control_path = CUSTODE_CONTROL_SOCKET;
 
 	custode_resolver_defaults(&cfg);
 	optind = 1;
@@ -645,6 +647,8 @@ int custode_cmd_daemon(int argc, char **argv)
 		svc.src.bundles_dir = bundles_dir;
 		svc.src.state_dir = bundle_state;
 	}
+	control_path = getenv("CUSTODE_CONTROL_SOCKET") && *getenv("CUSTODE_CONTROL_SOCKET") ? getenv("CUSTODE_CONTROL_SOCKET")
+											      : CUSTODE_CONTROL_SOCKET;
 	/* signals arrive through the loop; threads started from here on inherit the mask */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -667,9 +671,7 @@ int custode_cmd_daemon(int argc, char **argv)
 	if ((err = custode_service_start(&E, &svc, &why)))
 		goto refused;
 	service_up = true;
-	if ((err = custode_control_listen(getenv("CUSTODE_CONTROL_SOCKET") && *getenv("CUSTODE_CONTROL_SOCKET")
-						  ? getenv("CUSTODE_CONTROL_SOCKET")
-						  : CUSTODE_CONTROL_SOCKET,
+	if ((err = custode_control_listen(control_path,
 					  custode_service_handle, NULL, &why)))
 		goto refused;
 	control_up = true;
@@ -716,7 +718,7 @@ int custode_cmd_daemon(int argc, char **argv)
 			CUSTODE_RESOLVER_PORT, up, cfg.ttl_min, cfg.ttl_max, cfg.grace, cfg.pin_quota,
 			cfg.cname_strict ? "must be granted" : "trusted", (int)getpid());
 	}
-	fprintf(stderr, "custode daemon: ready: control %s; stream %s%s%s; pid %d\n", CUSTODE_CONTROL_SOCKET,
+	fprintf(stderr, "custode daemon: ready: control %s; stream %s%s%s; pid %d\n", control_path,
 		so.stdout_format ? so.stdout_format : "json", so.file ? " and " : "", so.file ? so.file : "",
 		(int)getpid());
 	sd_notify("READY=1\nSTATUS=custode daemon: enforcing, control socket up");

@@ -86,6 +86,15 @@ static struct {
 
 static int outq_event(void *arg, uint32_t revents);
 
+/* The reader is gone: every line still queued (one partly written included) is lost. */
+static void outq_lose(struct outq *q)
+{
+	for (size_t i = 0; i < q->len; i++)
+		q->dropped += q->buf[i] == '\n';
+	q->gone = true;
+	q->len = 0;
+}
+
 static void outq_flush(struct outq *q)
 {
 	while (q->len && !q->gone) {
@@ -96,9 +105,7 @@ static void outq_flush(struct outq *q)
 		if (w < 0 && errno == EAGAIN)
 			break;
 		if (w <= 0) {
-			q->gone = true; /* the reader left: count what it would have got */
-			q->dropped++;
-			q->len = 0;
+			outq_lose(q); /* the reader left: count what it would have got */
 			break;
 		}
 		memmove(q->buf, q->buf + w, q->len - (size_t)w);
@@ -120,11 +127,8 @@ static int outq_event(void *arg, uint32_t revents)
 {
 	struct outq *q = arg;
 
-	if (revents & (EPOLLERR | EPOLLHUP)) {
-		q->gone = true;
-		q->dropped += q->len ? 1 : 0;
-		q->len = 0;
-	}
+	if (revents & (EPOLLERR | EPOLLHUP))
+		outq_lose(q);
 	outq_flush(q);
 	if (q->gone && q->watching) {
 		custode_loop_del(q->fd);

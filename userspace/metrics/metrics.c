@@ -261,7 +261,8 @@ char *custode_prom_render(const struct custode_prom *p)
 				put(&b, "%c", *h);
 		}
 		put(&b, "\n# TYPE %s %s\n", f->name, f->type);
-		qsort(f->s, f->n, sizeof(*f->s), by_labels);
+		if (f->n) /* a family without samples has no array: qsort(NULL, ...) is undefined */
+			qsort(f->s, f->n, sizeof(*f->s), by_labels);
 		for (size_t k = 0; k < f->n; k++) {
 			double v = f->s[k].value;
 

@@ -1,0 +1,683 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The daemon's denial stream (userspace/daemon/stream.c) without the engine:
+ * custode_stream_open needs the pinned BPF maps, so this file includes
+ * stream.c and drives its publishing and sinks directly (the symbols of
+ * stream.o come from here in the unit-test binary). The rotating events
+ * file (rotation before a line would pass the limit, FILE.1 .. FILE.N, no
+ * line split across files, appending to an existing file), the
+ * non-blocking stdout sink (a full pipe never blocks the daemon, loss is
+ * counted per line, nothing is lost or torn that was not counted), the
+ * history and followers with their filters, and the reconciliation of
+ * kernel throttle records.
+ */
+#include "daemon/stream.c"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <criterion/criterion.h>
+
+#include "util/fsutil.h"
+
+static char tdir[64], tfile[128];
+
+static void tmpdir(void)
+{
+	snprintf(tdir, sizeof(tdir), "/tmp/custode-stream-XXXXXX");
+	cr_assert_not_null(mkdtemp(tdir));
+	snprintf(tfile, sizeof(tfile), "%s/events.jsonl", tdir);
+}
+
+static void rm_tmpdir(void)
+{
+	custode_rm_rf(tdir);
+}
+
+/* What custode_stream_open sets up, minus the engine: sinks, history, reconciliation tables. */
+static void setup(const char *file, uint64_t max_bytes, unsigned keep, size_t history)
+{
+	signal(SIGPIPE, SIG_IGN); /* as the daemon does */
+	S.o.stdout_format = "none";
+	S.o.file = file;
+	S.o.file_max_bytes = max_bytes;
+	S.o.file_keep = keep;
+	S.o.history = history;
+	S.out_none = true;
+	S.out.fd = -1;
+	S.hist = history ? calloc(history, sizeof(*S.hist)) : NULL;
+	S.rec = calloc(RECONCILE_SLOTS, sizeof(*S.rec));
+	S.known = calloc(KNOWN_SLOTS, sizeof(*S.known));
+	cr_assert(S.rec && S.known && (!history || S.hist));
+	if (file)
+		cr_assert_eq(file_open(), 0);
+}
+
+/* A decision record of about `size` bytes as a JSON line. */
+static json_t *rec(unsigned seq, const char *reason, const char *run_id, size_t size)
+{
+	char pad[8192];
+	json_t *o;
+
+	if (size > sizeof(pad) - 1)
+		size = sizeof(pad) - 1;
+	memset(pad, 'p', sizeof(pad));
+	o = json_pack("{s:i, s:s, s:i, s:s, s:s, s:s}", "version", 2, "type", "decision", "seq", (int)seq, "time",
+		      "2026-01-01T00:00:00.000000Z", "run_id", run_id ? run_id : "0000000000000001", "reason",
+		      reason ? reason : "file.read.denied");
+	cr_assert_not_null(o);
+	{
+		char *text = json_dumps(o, JSON_COMPACT);
+		size_t have = strlen(text) + 10; /* ,"pad":"" and the newline */
+
+		free(text);
+		pad[size > have ? size - have : 0] = 0;
+	}
+	json_object_set_new(o, "pad", json_string(pad));
+	return o;
+}
+
+static void pub(unsigned seq, size_t size)
+{
+	json_t *o = rec(seq, NULL, NULL, size);
+
+	publish(o);
+	json_decref(o);
+}
+
+static off_t size_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* Seqs of the lines of a file, in order; every line must be a complete JSON record. Returns the count. */
+static int seqs_of(const char *path, int *out, int max)
+{
+	char *text = NULL, *save = NULL;
+	size_t len = 0;
+	int n = 0;
+
+	if (custode_read_file(path, 64u << 20, &text, &len) < 0)
+		return -1;
+	cr_expect(len == 0 || text[len - 1] == '\n', "%s ends with a whole line", path);
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
+
+		cr_expect(json_is_object(o), "%s: a line that is not a record: %.80s", path, line);
+		if (n < max)
+			out[n] = (int)json_integer_value(json_object_get(o, "seq"));
+		n++;
+		json_decref(o);
+	}
+	free(text);
+	return n;
+}
+
+/* ---- the rotating events file ---- */
+
+Test(stream_file, rotates_before_a_line_would_pass_the_limit)
+{
+	char path[256];
+	int seqs[64], next = 4;
+
+	tmpdir();
+	setup(tfile, 1000, 3, 0);
+	for (unsigned i = 0; i < 20; i++) {
+		pub(i, 230);
+		cr_expect_leq(size_of(tfile), 1000, "after line %u", i);
+	}
+	cr_expect_eq(S.st.file_rotations, 4);
+	cr_expect_eq(S.st.sink_dropped[1], 0);
+	/* FILE.3 (oldest) .. FILE.1, FILE: 4 lines each, in order, none split; FILE.4 never made */
+	for (int k = 3; k >= 0; k--) {
+		int n;
+
+		if (k)
+			snprintf(path, sizeof(path), "%s.%d", tfile, k);
+		else
+			snprintf(path, sizeof(path), "%s", tfile);
+		n = seqs_of(path, seqs, 64);
+		cr_expect_eq(n, 4, "%s holds %d lines", path, n);
+		cr_expect_leq(size_of(path), 1000, "%s", path);
+		for (int i = 0; i < n && i < 64; i++)
+			cr_expect_eq(seqs[i], next++, "%s line %d", path, i);
+	}
+	snprintf(path, sizeof(path), "%s.4", tfile);
+	cr_expect_eq(size_of(path), -1, "only file_keep rotated files are kept");
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+Test(stream_file, exact_fit_does_not_rotate)
+{
+	int seqs[8];
+
+	tmpdir();
+	setup(tfile, 1000, 2, 0);
+	pub(0, 500);
+	pub(1, 500); /* exactly 1000 bytes: still one file */
+	cr_expect_eq(size_of(tfile), 1000);
+	cr_expect_eq(S.st.file_rotations, 0);
+	pub(2, 1);
+	cr_expect_eq(S.st.file_rotations, 1);
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
+	cr_expect_eq(seqs[0], 2);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+Test(stream_file, a_line_longer_than_the_limit_is_kept_whole)
+{
+	char path[256];
+	int seqs[8];
+
+	tmpdir();
+	setup(tfile, 1000, 2, 0);
+	pub(0, 100);
+	pub(1, 5000); /* rotates first, then goes whole into a file of its own */
+	cr_expect_eq(size_of(tfile), 5000);
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
+	cr_expect_eq(seqs[0], 1);
+	pub(2, 100);
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
+	cr_expect_eq(seqs[0], 2);
+	snprintf(path, sizeof(path), "%s.1", tfile);
+	cr_expect_eq(seqs_of(path, seqs, 8), 1);
+	cr_expect_eq(seqs[0], 1);
+	snprintf(path, sizeof(path), "%s.2", tfile);
+	cr_expect_eq(seqs_of(path, seqs, 8), 1);
+	cr_expect_eq(seqs[0], 0);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+Test(stream_file, keep_zero_removes)
+{
+	char path[256];
+	int seqs[8];
+
+	tmpdir();
+	setup(tfile, 300, 0, 0);
+	pub(0, 200);
+	pub(1, 200);
+	cr_expect_eq(S.st.file_rotations, 1);
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
+	cr_expect_eq(seqs[0], 1);
+	snprintf(path, sizeof(path), "%s.1", tfile);
+	cr_expect_eq(size_of(path), -1);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+Test(stream_file, appends_to_an_existing_file_and_counts_it)
+{
+	char path[256];
+	int fd, seqs[8];
+
+	tmpdir();
+	fd = open(tfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	for (int i = 0; i < 9; i++)
+		cr_assert_eq(write(fd, "{\"seq\":99999999999}\n", 20), 20); /* 180 bytes from an earlier daemon */
+	close(fd);
+	setup(tfile, 400, 2, 0);
+	pub(0, 200);
+	cr_expect_eq(size_of(tfile), 380, "appended");
+	pub(1, 200); /* 380 + 200 > 400 */
+	cr_expect_eq(S.st.file_rotations, 1);
+	snprintf(path, sizeof(path), "%s.1", tfile);
+	cr_expect_eq(seqs_of(path, seqs, 8), 10, "the earlier lines and ours, together");
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+Test(stream_file, mode_and_unwritable_path)
+{
+	char sub[160];
+	struct stat st;
+	int seqs[8];
+
+	tmpdir();
+	snprintf(sub, sizeof(sub), "%s/later/events.jsonl", tdir);
+	setup(NULL, 1000, 2, 0);
+	S.o.file = sub;
+	pub(0, 100);
+	pub(1, 100);
+	cr_expect_eq(S.st.sink_dropped[1], 2, "lines the file could not take are counted");
+	snprintf(sub, sizeof(sub), "%s/later", tdir);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	snprintf(sub, sizeof(sub), "%s/later/events.jsonl", tdir);
+	pub(2, 100);
+	cr_expect_eq(S.st.sink_dropped[1], 2, "the file is opened again when it can be");
+	cr_expect_eq(seqs_of(sub, seqs, 8), 1);
+	cr_expect_eq(seqs[0], 2);
+	cr_assert_eq(stat(sub, &st), 0);
+	cr_expect_eq(st.st_mode & 0777, 0600, "denial records are not for everyone");
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+/* ---- the stdout sink: non-blocking, losses counted ---- */
+
+static int pipe_sink(int *rfd)
+{
+	int p[2];
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	cr_assert_eq(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
+	cr_assert_eq(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+	S.out_none = false;
+	S.out.fd = p[1];
+	S.out.pollable = true;
+	*rfd = p[0];
+	return p[1];
+}
+
+static size_t queued_lines(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < S.out.len; i++)
+		n += S.out.buf[i] == '\n';
+	return n;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(stream_stdout, full_pipe_never_blocks_and_counts_losses)
+{
+	int rfd, seq = 0, got = 0, last = -1;
+	double t0;
+	char *all, *save = NULL;
+	size_t cap = 16u << 20, len = 0;
+	unsigned published, dropped;
+
+	cr_assert_eq(custode_loop_init(), 0);
+	setup(NULL, 0, 0, 0);
+	pipe_sink(&rfd);
+	alarm(60); /* a sink that blocks would hang here: fail instead */
+	t0 = now_s();
+	/* nobody reads: the pipe fills, then the queue, then lines are lost */
+	while (!S.out.dropped && seq < 20000)
+		pub((unsigned)seq++, 1000);
+	cr_assert_gt(S.out.dropped, 0, "the 4 MiB queue ends somewhere");
+	cr_expect(S.out.watching, "the loop waits for the pipe to drain");
+	for (int i = 0; i < 10; i++)
+		pub((unsigned)seq++, 1000);
+	cr_expect_eq(S.out.dropped, 11, "each line that did not fit is one loss");
+	cr_expect_leq(S.out.len, SINK_QUEUE_MAX);
+	cr_expect_lt(now_s() - t0, 30.0, "publishing did not wait for the reader");
+	published = (unsigned)seq;
+	dropped = (unsigned)S.out.dropped;
+
+	/* the reader comes back: everything queued arrives, whole and in order */
+	all = malloc(cap);
+	cr_assert_not_null(all);
+	for (;;) {
+		ssize_t n = read(rfd, all + len, cap - len - 1);
+
+		if (n > 0) {
+			len += (size_t)n;
+			continue;
+		}
+		if (!S.out.len)
+			break;
+		outq_event(&S.out, EPOLLOUT);
+	}
+	all[len] = 0;
+	cr_expect(len && all[len - 1] == '\n', "no torn line at the end");
+	for (char *line = strtok_r(all, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *o = json_loads(line, 0, NULL);
+		int s;
+
+		cr_assert(json_is_object(o), "a torn or mixed line: %.60s", line);
+		s = (int)json_integer_value(json_object_get(o, "seq"));
+		cr_expect_eq(s, last + 1, "in order, nothing missing that was not counted");
+		last = s;
+		got++;
+		json_decref(o);
+	}
+	cr_expect_eq((unsigned)got + dropped, published, "delivered + counted losses = published");
+	cr_expect_not(S.out.watching, "nothing queued: nothing to wait for");
+	free(all);
+	close(rfd);
+	custode_stream_close();
+	custode_loop_fini();
+}
+
+/*
+ * BUG (stream.c, outq_flush/outq_event): when the reader left, the whole
+ * queue — possibly thousands of lines — was dropped and counted as one
+ * loss. The count is of lines (custode_stream_stats: "lines a slow or gone
+ * sink lost"), so every queued line counts.
+ */
+Test(stream_stdout, reader_gone_counts_every_queued_line)
+{
+	int rfd, seq = 0;
+	size_t queued;
+
+	cr_assert_eq(custode_loop_init(), 0);
+	setup(NULL, 0, 0, 0);
+	pipe_sink(&rfd);
+	while (!S.out.len)
+		pub((unsigned)seq++, 700);
+	for (int i = 0; i < 4; i++)
+		pub((unsigned)seq++, 700);
+	queued = queued_lines();
+	cr_assert_geq(queued, 5);
+	cr_assert_eq(S.out.dropped, 0);
+	close(rfd); /* the reader leaves (SIGPIPE is ignored, as in the daemon) */
+	pub((unsigned)seq++, 700);
+	cr_expect(S.out.gone);
+	cr_expect_eq(S.out.len, 0);
+	cr_expect_eq(S.out.dropped, queued + 1, "%zu queued + 1 new line lost, counted %llu", queued,
+		     (unsigned long long)S.out.dropped);
+	pub((unsigned)seq++, 700);
+	cr_expect_eq(S.out.dropped, queued + 2, "and each line after");
+	custode_stream_close();
+	custode_loop_fini();
+}
+
+Test(stream_stdout, hangup_event_counts_every_queued_line)
+{
+	int rfd, seq = 0;
+	size_t queued;
+
+	cr_assert_eq(custode_loop_init(), 0);
+	setup(NULL, 0, 0, 0);
+	pipe_sink(&rfd);
+	while (!S.out.len)
+		pub((unsigned)seq++, 700);
+	for (int i = 0; i < 3; i++)
+		pub((unsigned)seq++, 700);
+	queued = queued_lines();
+	close(rfd);
+	outq_event(&S.out, EPOLLERR | EPOLLOUT); /* what epoll says for a pipe whose reader left */
+	cr_expect(S.out.gone);
+	cr_expect_not(S.out.watching);
+	cr_expect_eq(S.out.dropped, queued);
+	custode_stream_close();
+	custode_loop_fini();
+}
+
+Test(stream_stdout, absent_sink_counts_and_never_blocks)
+{
+	setup(NULL, 0, 0, 4);
+	S.out_none = false;
+	S.out.gone = true;
+	for (unsigned i = 0; i < 5; i++)
+		pub(i, 100);
+	cr_expect_eq(S.out.dropped, 5);
+	cr_expect_eq(S.hist_n, 4, "the history keeps records whatever the sinks do");
+	custode_stream_close();
+}
+
+Test(stream_stdout, stdout_pipe_reopened_nonblocking_callers_fd_untouched)
+{
+	int p[2], saved = dup(1), fl1;
+
+	cr_assert_geq(saved, 0);
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	cr_assert_eq(dup2(p[1], 1), 1);
+	stdout_open();
+	fl1 = fcntl(1, F_GETFL);
+	cr_expect(S.out.pollable);
+	cr_expect_neq(S.out.fd, 1, "a file description of its own");
+	cr_expect(fcntl(S.out.fd, F_GETFL) & O_NONBLOCK, "written without blocking");
+	cr_expect_not(fl1 & O_NONBLOCK, "the caller's stdout stays blocking");
+	/* and it is the same pipe */
+	cr_assert_eq(write(S.out.fd, "x\n", 2), 2);
+	{
+		char b[4] = "";
+
+		cr_expect_eq(read(p[0], b, sizeof(b)), 2);
+		cr_expect_eq(b[0], 'x');
+	}
+	close(S.out.fd);
+	memset(&S.out, 0, sizeof(S.out));
+	dup2(saved, 1);
+	close(saved);
+	close(p[0]);
+	close(p[1]);
+}
+
+Test(stream_stdout, stdout_regular_file_written_directly)
+{
+	char path[160];
+	int saved = dup(1), fd, seqs[8];
+
+	tmpdir();
+	snprintf(path, sizeof(path), "%s/out", tdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(dup2(fd, 1), 1);
+	close(fd);
+	setup(NULL, 0, 0, 0);
+	S.out_none = false;
+	stdout_open();
+	cr_expect_not(S.out.pollable);
+	cr_expect_eq(S.out.fd, 1);
+	pub(7, 300);
+	pub(8, 300);
+	dup2(saved, 1);
+	close(saved);
+	cr_expect_eq(seqs_of(path, seqs, 8), 2);
+	cr_expect_eq(seqs[1], 8);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+/* ---- history and followers ---- */
+
+struct taken {
+	int n;
+	int seq[16];
+	bool newline;
+};
+
+static bool take(void *ctx, const char *line, size_t len)
+{
+	struct taken *t = ctx;
+	json_t *o = json_loadb(line, len, 0, NULL);
+
+	cr_expect(json_is_object(o), "a record line: %.*s", (int)len, line);
+	if (memchr(line, '\n', len))
+		t->newline = true;
+	if (t->n < 16)
+		t->seq[t->n] = (int)json_integer_value(json_object_get(o, "seq"));
+	t->n++;
+	json_decref(o);
+	return true;
+}
+
+static void pub_r(unsigned seq, const char *reason, const char *run)
+{
+	json_t *o = rec(seq, reason, run, 0);
+
+	publish(o);
+	json_decref(o);
+}
+
+Test(stream_history, replay_oldest_first_bounded_and_filtered)
+{
+	struct custode_event_filter f;
+	struct taken t = {0};
+
+	setup(NULL, 0, 0, 3);
+	pub_r(0, "file.read.denied", "0000000000000001");
+	pub_r(1, "net.loopback", "0000000000000002");
+	pub_r(2, "file.write.denied", "0000000000000001");
+	pub_r(3, "net.egress.denied", "0000000000000001");
+	pub_r(4, "file.read.denied", "0000000000000002");
+	cr_expect_eq(custode_stream_replay(NULL, take, &t), 3, "the last 3");
+	cr_expect(t.seq[0] == 2 && t.seq[1] == 3 && t.seq[2] == 4);
+	cr_expect_not(t.newline, "lines are given without their newline");
+
+	memset(&f, 0, sizeof(f));
+	snprintf(f.reason, sizeof(f.reason), "file.*");
+	memset(&t, 0, sizeof(t));
+	cr_expect_eq(custode_stream_replay(&f, take, &t), 2);
+	cr_expect(t.seq[0] == 2 && t.seq[1] == 4);
+
+	memset(&f, 0, sizeof(f));
+	f.has_run = true;
+	f.run_id = 1;
+	memset(&t, 0, sizeof(t));
+	cr_expect_eq(custode_stream_replay(&f, take, &t), 2);
+	cr_expect(t.seq[0] == 2 && t.seq[1] == 3);
+
+	memset(&f, 0, sizeof(f));
+	f.has_since = true;
+	custode_event_time_parse("2026-01-01T00:00:00.000001Z", &f.since_wall_ns);
+	memset(&t, 0, sizeof(t));
+	cr_expect_eq(custode_stream_replay(&f, take, &t), 0, "all records are from before");
+	custode_stream_close();
+}
+
+Test(stream_history, no_history)
+{
+	struct taken t = {0};
+
+	setup(NULL, 0, 0, 0);
+	pub(0, 100);
+	cr_expect_eq(custode_stream_replay(NULL, take, &t), 0);
+	custode_stream_close();
+}
+
+Test(stream_history, followers_get_matching_records_until_they_leave)
+{
+	struct custode_event_filter f;
+	struct taken t = {0}, all = {0};
+	struct custode_stream_stats st;
+	int h, h2, hs[MAX_FOLLOWERS];
+
+	setup(NULL, 0, 0, 8);
+	memset(&f, 0, sizeof(f));
+	snprintf(f.reason, sizeof(f.reason), "net.*");
+	h = custode_stream_follow(&f, take, &t);
+	cr_assert_geq(h, 0);
+	memset(&f, 0, sizeof(f));
+	h2 = custode_stream_follow(&f, take, &all);
+	cr_assert_geq(h2, 0);
+	pub_r(0, "file.read.denied", NULL);
+	pub_r(1, "net.loopback", NULL);
+	custode_stream_stats(&st);
+	cr_expect_eq(st.followers, 2);
+	custode_stream_unfollow(h);
+	pub_r(2, "net.loopback", NULL);
+	cr_expect_eq(t.n, 1);
+	cr_expect_eq(t.seq[0], 1);
+	cr_expect_eq(all.n, 3);
+	custode_stream_unfollow(h2);
+	custode_stream_unfollow(-1); /* harmless */
+	custode_stream_unfollow(MAX_FOLLOWERS);
+	for (int i = 0; i < MAX_FOLLOWERS; i++)
+		cr_assert_geq(hs[i] = custode_stream_follow(&f, take, &all), 0);
+	cr_expect_eq(custode_stream_follow(&f, take, &all), -ENOSPC);
+	custode_stream_unfollow(hs[5]);
+	cr_expect_eq(custode_stream_follow(&f, take, &all), hs[5]);
+	custode_stream_close();
+}
+
+Test(stream_history, stats_count_decisions)
+{
+	struct custode_stream_stats st;
+	json_t *o;
+
+	setup(NULL, 0, 0, 8);
+	pub(0, 100);
+	o = json_pack("{s:i, s:s, s:s, s:s, s:i, s:i, s:[i]}", "version", 2, "type", "dropped", "source", "daemon", "time",
+		      "2026-01-01T00:00:00.000000Z", "count", 1, "total", 1, "per_cpu", 1);
+	publish(o);
+	json_decref(o);
+	custode_stream_stats(&st);
+	cr_expect_eq(st.records, 1, "a dropped record is no decision");
+	cr_expect_eq(st.history, 2);
+	custode_stream_close();
+}
+
+/* ---- kernel throttle records ---- */
+
+static void kernel_throttle(uint64_t count, uint64_t total)
+{
+	struct custode_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.version = CUSTODE_EVENT_VERSION;
+	ev.size = sizeof(ev);
+	ev.hook = CUSTODE_HOOK_FILE_OPEN;
+	ev.reason = CUSTODE_REASON_FILE_READ_DENIED;
+	ev.flags = CUSTODE_EVENT_ENFORCED | CUSTODE_EVENT_THROTTLE;
+	ev.object = CUSTODE_OBJECT_THROTTLE;
+	ev.run_id = 0x77;
+	ev.boot_ns = 1000;
+	ev.obj.throttle.count = count;
+	ev.obj.throttle.total = total;
+	ev.obj.throttle.since_ns = 500;
+	ev.obj.throttle.run_cgid = 4242;
+	cr_assert_eq(on_record(NULL, &ev, sizeof(ev)), 0);
+}
+
+static bool take_count(void *ctx, const char *line, size_t len)
+{
+	struct taken *t = ctx;
+	json_t *o = json_loadb(line, len, 0, NULL);
+
+	if (t->n < 16)
+		t->seq[t->n] = (int)json_integer_value(json_object_get(json_object_get(o, "throttle"), "count"));
+	t->n++;
+	json_decref(o);
+	return true;
+}
+
+Test(stream_throttle, kernel_records_reconciled_by_totals)
+{
+	struct taken t = {0};
+	struct reconcile *r;
+
+	setup(NULL, 0, 0, 16);
+	kernel_throttle(10, 10);
+	kernel_throttle(5, 15);
+	kernel_throttle(5, 15); /* nothing new: not published */
+	/* the daemon reported up to 20 itself (a quiet window's summary) */
+	r = rec_slot(4242, CUSTODE_REASON_FILE_READ_DENIED, false);
+	cr_assert_not_null(r);
+	r->total = 20;
+	kernel_throttle(10, 25); /* 5 of these 10 were said already */
+	kernel_throttle(3, 3);   /* the kernel's entry started again */
+	cr_expect_eq(custode_stream_replay(NULL, take_count, &t), 4);
+	cr_expect(t.seq[0] == 10 && t.seq[1] == 5 && t.seq[2] == 5 && t.seq[3] == 3, "counts %d %d %d %d", t.seq[0],
+		  t.seq[1], t.seq[2], t.seq[3]);
+	cr_expect_eq(S.st.throttle_records, 4);
+	cr_expect_eq(S.st.throttled, 23);
+	cr_expect_eq(S.st.records, 0);
+	/* the run is remembered by its cgroup for summaries after it ends */
+	{
+		__u32 version;
+
+		cr_expect_eq(run_id_of(4242, &version), 0x77);
+	}
+	custode_stream_close();
+}
+
+Test(stream_throttle, bad_records_counted)
+{
+	unsigned char junk[200];
+
+	setup(NULL, 0, 0, 4);
+	memset(junk, 0xee, sizeof(junk));
+	cr_assert_eq(on_record(NULL, junk, sizeof(junk)), 0);
+	cr_assert_eq(on_record(NULL, junk, 10), 0);
+	cr_expect_eq(S.st.bad, 2);
+	cr_expect_eq(S.hist_n, 0);
+	custode_stream_close();
+}
