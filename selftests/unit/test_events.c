@@ -640,3 +640,39 @@ Test(events, throttle_record)
 	cr_assert_null(custode_event_to_json(ev, size, BOOT_TO_WALL));
 	free(ev);
 }
+
+Test(events, format_escapes_control_characters)
+{
+	/* a newline in a file name (or a comm set with prctl) must not forge a second log line */
+	size_t size;
+	struct custode_event *ev = make_file_event("/tmp/x\n2026-01-01T00:00:00.000000Z run=0 forged\\", &size);
+	json_t *o;
+	char line[1024];
+
+	memcpy(ev->comm, "a\tb\x1b[0m", sizeof("a\tb\x1b[0m"));
+	o = custode_event_to_json(ev, size, BOOT_TO_WALL);
+	cr_assert_not_null(o);
+	custode_event_format(o, line, sizeof(line));
+	cr_assert_null(strchr(line, '\n'), "%s", line);
+	cr_assert_null(strchr(line, '\t'), "%s", line);
+	cr_assert_null(strchr(line, '\x1b'), "%s", line);
+	cr_assert_not_null(strstr(line, "path=/tmp/x\\x0a2026-01-01"), "%s", line);
+	cr_assert_not_null(strstr(line, "forged\\x5c"), "a backslash is escaped too: %s", line);
+	cr_assert_not_null(strstr(line, "comm=a\\x09b\\x1b[0m"), "%s", line);
+	json_decref(o);
+	free(ev);
+}
+
+Test(events, time_parse_range)
+{
+	int64_t ns = 0;
+
+	cr_assert_eq(custode_event_time_parse("2026-01-01T00:00:00.5Z", &ns), 0);
+	cr_assert_eq(ns, WALL_2026 * 1000000000LL + 500000000LL);
+	cr_assert_eq(custode_event_time_parse("2262-01-01T00:00:00Z", &ns), 0);
+	cr_assert_lt(custode_event_time_parse("2263-01-01T00:00:00Z", &ns), 0, "past int64 nanoseconds");
+	cr_assert_lt(custode_event_time_parse("9999-12-31T23:59:59Z", &ns), 0);
+	cr_assert_lt(custode_event_time_parse("1600-01-01T00:00:00Z", &ns), 0);
+	cr_assert_eq(custode_event_time_parse("1970-01-01T00:00:00Z", &ns), 0);
+	cr_assert_eq(ns, 0);
+}

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,9 @@ int custode_event_time_parse(const char *s, int64_t *wall_ns)
 	}
 	if (custode_time_parse(whole, &sec) < 0)
 		return -EINVAL;
+	/* nanoseconds in an int64_t: 1677-09-21 .. 2262-04-11 */
+	if (sec < INT64_MIN / 1000000000LL + 1 || sec > INT64_MAX / 1000000000LL - 1)
+		return -ERANGE;
 	*wall_ns = sec * 1000000000LL + frac;
 	return 0;
 }
@@ -321,6 +325,31 @@ static const char *jstr(const json_t *o, const char *key)
 	return v ? v : "";
 }
 
+/*
+ * A string from a record for the one-line human format: control characters
+ * (a newline in a file name or a comm set with prctl could forge lines),
+ * and backslashes escaped as \xNN. Rotating static
+ * buffers: up to four live results.
+ */
+static const char *safe(const char *v)
+{
+	static __thread char bufs[4][4 * 1024 + 8];
+	static __thread unsigned k;
+	char *b = bufs[k++ % 4];
+	size_t w = 0;
+
+	for (; *v && w + 5 < sizeof(bufs[0]); v++) {
+		unsigned char c = (unsigned char)*v;
+
+		if (c < 0x20 || c == 0x7f || c == '\\')
+			w += (size_t)snprintf(b + w, sizeof(bufs[0]) - w, "\\x%02x", c);
+		else
+			b[w++] = (char)c;
+	}
+	b[w] = 0;
+	return b;
+}
+
 int custode_event_format(const json_t *ev, char *out, size_t len)
 {
 	const json_t *file = json_object_get(ev, "file");
@@ -334,7 +363,7 @@ int custode_event_format(const json_t *ev, char *out, size_t len)
 	json_t *a;
 
 	if (json_object_get(pol, "name"))
-		snprintf(policy, sizeof(policy), " policy=%s@%lld", jstr(pol, "name"),
+		snprintf(policy, sizeof(policy), " policy=%s@%lld", safe(jstr(pol, "name")),
 			 (long long)json_integer_value(json_object_get(pol, "version")));
 	if (!strcmp(type, "throttle")) {
 		const json_t *t = json_object_get(ev, "throttle");
@@ -360,10 +389,10 @@ int custode_event_format(const json_t *ev, char *out, size_t len)
 		strncat(access, json_string_value(a), sizeof(access) - strlen(access) - 1);
 	}
 	return snprintf(out, len, "%s run=%s%s pid=%d comm=%s %s %s%s%s%s%s%s%s", jstr(ev, "time"), jstr(ev, "run_id"),
-			policy, (int)json_integer_value(json_object_get(ev, "tgid")), jstr(ev, "comm"), jstr(ev, "hook"),
+			policy, (int)json_integer_value(json_object_get(ev, "tgid")), safe(jstr(ev, "comm")), jstr(ev, "hook"),
 			jstr(ev, "reason"), access[0] ? " access=" : "", access,
 			file && json_object_get(file, "path") ? " path=" : "",
-			file && json_object_get(file, "path") ? jstr(file, "path") : "", dest,
+			file && json_object_get(file, "path") ? safe(jstr(file, "path")) : "", dest,
 			json_is_true(json_object_get(ev, "enforced")) ? "" : " (audit)");
 }
 
