@@ -5,6 +5,8 @@
  * itself — run in-process on a socket in a temporary directory with the
  * daemon's event loop in a thread (no BPF needed): malformed and non-object
  * lines, missing or wrong "cmd", ids echoed, oversized lines, pipelining,
+ * NUL bytes, unknown filter keys, the bounds on what a client has not read
+ * (backpressure, the hard cap, a replay that resumes, a follower's backlog),
  * the root-only peer check. The client side: answer lines over a
  * socketpair, and custode_control_call against a scripted server.
  */
@@ -29,7 +31,12 @@
 
 #include "daemon/control.h"
 #include "daemon/loop.h"
+#include "daemon/stream.h"
 #include "util/reasons.h"
+
+/* From test_daemon_stream.c (which holds stream.c in this binary): a history to replay. */
+void custode_test_stream_history(size_t n);
+void custode_test_stream_publish(unsigned seq, const char *reason, size_t size);
 
 /* ---- framing ---- */
 
@@ -152,6 +159,19 @@ static json_t *handler(void *ctx, const char *cmd, const json_t *req, struct cus
 	atomic_fetch_add(&handled, 1);
 	if (!strcmp(cmd, "echo"))
 		return json_pack("{s:O*}", "arg", json_object_get(req, "arg"));
+	if (!strcmp(cmd, "big")) { /* an answer of "bytes" bytes */
+		size_t n = (size_t)json_integer_value(json_object_get(req, "bytes"));
+		char *text = malloc(n + 1);
+		json_t *o;
+
+		if (!text)
+			return NULL;
+		memset(text, 'b', n);
+		text[n] = 0;
+		o = json_pack("{s:s}", "arg", text);
+		free(text);
+		return o;
+	}
 	if (!strcmp(cmd, "privileged")) {
 		custode_refuse(why, EPERM, CUSTODE_REASON_PRIVILEGE_REQUIRED, "not today");
 		return NULL;
@@ -180,6 +200,12 @@ static void server_pause(void)
 {
 	stop_loop = 1;
 	pthread_join(loop_thread, NULL);
+}
+
+static void server_resume(void)
+{
+	stop_loop = 0;
+	cr_assert_eq(pthread_create(&loop_thread, NULL, loop_main, NULL), 0);
 }
 
 static void server_stop(void)
@@ -583,13 +609,17 @@ Test(control_server, half_closed_slow_reader_does_not_spin)
 
 	need_root();
 	cr_assert_not_null(req);
-	/* an echo of 60 KB, 40 times: 2.4 MB of answers, far more than the socket holds */
+	/*
+	 * an echo of 60 KB, 15 times: 900 KB of answers, far more than the
+	 * socket holds (and less than the server queues before it stops reading
+	 * a client that does not read: control_server/client_that_never_reads_is_not_read_either)
+	 */
 	memcpy(req, "{\"cmd\":\"echo\",\"arg\":\"", 21);
 	memset(req + 21, 'q', n);
 	strcpy(req + 21 + n, "\"}\n");
 	server_start();
 	r->fd = conn();
-	for (int i = 0; i < 40; i++)
+	for (int i = 0; i < 15; i++)
 		send_str(r->fd, req);
 	shutdown(r->fd, SHUT_WR);
 	/*
@@ -606,13 +636,13 @@ Test(control_server, half_closed_slow_reader_does_not_spin)
 	}
 	cr_expect_lt(cpu1 - cpu0, 0.05, "the loop used %.2f s of CPU in 0.2 s while waiting for a slow reader", cpu1 - cpu0);
 	/* every answer still arrives, then the end */
-	while ((o = answer(r)) && got < 40) {
+	while ((o = answer(r)) && got < 15) {
 		cr_expect(json_is_true(json_object_get(o, "ok")));
 		json_decref(o);
-		if (++got == 40)
+		if (++got == 15)
 			break;
 	}
-	cr_expect_eq(got, 40);
+	cr_expect_eq(got, 15);
 	expect_closed(r);
 	free(req);
 	close(r->fd);
@@ -638,6 +668,281 @@ static bool pause_when_counts(size_t want_clients, size_t want_followers)
 	cr_expect_eq(clients, want_clients);
 	cr_expect_eq(followers, want_followers);
 	return false;
+}
+
+/* A client that sends requests as fast as it can and reads nothing (in a thread: it is held back in send). */
+struct pipeliner {
+	int fd, n;
+	size_t size;
+	atomic_int sent;
+};
+
+static void *pipeline(void *arg)
+{
+	struct pipeliner *p = arg;
+	char *req = malloc(p->size + 64);
+
+	if (!req)
+		return NULL;
+	for (int i = 0; i < p->n; i++) {
+		int k = snprintf(req, 64, "{\"cmd\":\"echo\",\"id\":%d,\"arg\":\"", i);
+		size_t len;
+
+		memset(req + k, 'q', p->size);
+		len = (size_t)k + p->size;
+		memcpy(req + len, "\"}\n", 3);
+		len += 3;
+		for (size_t off = 0; off < len;) {
+			ssize_t w = send(p->fd, req + off, len - off, MSG_NOSIGNAL);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				free(req);
+				return NULL;
+			}
+			off += (size_t)w;
+		}
+		atomic_fetch_add(&p->sent, 1);
+	}
+	free(req);
+	return NULL;
+}
+
+/* Wait until n stops moving (300 ms unchanged, 5 s at most); its value then. */
+static int settled(atomic_int *n)
+{
+	int last = -1, same = 0;
+
+	for (int i = 0; i < 100 && same < 6; i++) {
+		int now = atomic_load(n);
+
+		same = now == last ? same + 1 : 0;
+		last = now;
+		usleep(50000);
+	}
+	return last;
+}
+
+/*
+ * BUG (control.c, client_queue): answers for a client were queued without
+ * any limit. A client that sent requests and never read made the daemon
+ * handle every one and keep every answer: 200 echoes of 60 KB here, 12 MB,
+ * and as much more as it cared to send. Now the server stops reading and
+ * handling its requests while 1 MiB of answers waits (the client is held
+ * back in send), and goes on as it reads: every answer still arrives, in
+ * order.
+ */
+Test(control_server, client_that_never_reads_is_not_read_either)
+{
+	struct pipeliner p = {.n = 200, .size = 60000};
+	struct reader *r = calloc(1, sizeof(*r));
+	pthread_t th;
+	int h;
+
+	need_root();
+	server_start();
+	p.fd = r->fd = conn();
+	cr_assert_eq(pthread_create(&th, NULL, pipeline, &p), 0);
+	h = settled(&handled);
+	cr_expect_lt(h, 40, "requests handled for a client that reads nothing: %d (about 1 MiB of answers is 17)", h);
+	cr_expect_lt(atomic_load(&p.sent), p.n, "the client is held back");
+	/* it reads: everything comes, in order */
+	for (int i = 0; i < p.n; i++) {
+		json_t *o = answer(r);
+
+		cr_assert_eq(json_integer_value(json_object_get(o, "id")), i);
+		cr_expect_eq(strlen(str(o, "arg")), p.size);
+		json_decref(o);
+	}
+	pthread_join(th, NULL);
+	cr_expect_eq(atomic_load(&handled), p.n);
+	close(r->fd);
+	free(r);
+	server_stop();
+}
+
+/*
+ * The hard cap: an answer that would take a client's queue past 8 MiB (the
+ * CLI reads lines of 4 MiB at most) is not queued; the client is closed and
+ * counted. Smaller answers, even of megabytes, go as usual.
+ */
+Test(control_server, answer_past_the_hard_cap_disconnects_and_counts)
+{
+	struct custode_control_client c;
+	struct custode_control_stats st;
+	json_t *o;
+	int err;
+
+	need_root();
+	server_start();
+	memset(&c, 0, sizeof(c));
+	c.fd = conn();
+	send_str(c.fd, "{\"cmd\":\"big\",\"bytes\":3000000,\"id\":1}\n");
+	o = custode_control_recv(&c, 5000, &err);
+	cr_assert_not_null(o, "err %d", err);
+	cr_expect_eq(strlen(str(o, "arg")), 3000000);
+	json_decref(o);
+	send_str(c.fd, "{\"cmd\":\"big\",\"bytes\":9000000,\"id\":2}\n");
+	o = custode_control_recv(&c, 5000, &err);
+	cr_expect_null(o);
+	cr_expect_eq(err, -EPIPE, "closed without the answer (err %d)", err);
+	custode_control_close(&c);
+	cr_assert(pause_when_counts(0, 0));
+	custode_control_stats(&st);
+	cr_expect_eq(st.overflow_disconnects, 1);
+	server_stop();
+}
+
+/*
+ * BUG (control.c, handle_line): a request line was parsed only up to an
+ * embedded NUL byte: "{...}\0anything" was taken for the object before it.
+ */
+Test(control_server, nul_in_a_request_refused)
+{
+	static const char l0[] = "{\"cmd\":\"ping\"}\0junk\n", l1[] = "\0\n", l2[] = "{\"cmd\":\"echo\",\"arg\":\"a\0b\"}\n";
+	static const char *const lines[] = {l0, l1, l2};
+	static const size_t lens[] = {sizeof(l0) - 1, sizeof(l1) - 1, sizeof(l2) - 1};
+	struct reader *r = calloc(1, sizeof(*r));
+	json_t *o;
+
+	need_root();
+	server_start();
+	r->fd = conn();
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		cr_assert_eq(lines[i][lens[i] - 1], '\n');
+		send_all(r->fd, lines[i], lens[i]);
+		expect_refusal(r, "daemon.protocol", "NUL");
+	}
+	cr_expect_eq(atomic_load(&handled), 0);
+	send_str(r->fd, "{\"cmd\":\"ping\",\"id\":3}\n");
+	o = answer(r);
+	cr_expect(json_is_true(json_object_get(o, "ok")), "the connection goes on");
+	cr_expect_eq(json_integer_value(json_object_get(o, "id")), 3);
+	json_decref(o);
+	close(r->fd);
+	free(r);
+	server_stop();
+}
+
+/*
+ * BUG (control.c, cmd_events): keys of "filter" other than run, reason and
+ * since_ns were ignored: {"rn": ID} (a typo) meant every record. The filter
+ * the CLI sends (custode_event_filter_to_json) is accepted.
+ */
+Test(control_server, events_filter_unknown_keys_refused)
+{
+	static const char *const bad[] = {
+		"{\"cmd\":\"events\",\"filter\":{\"rn\":\"0000000000000001\"}}\n",
+		"{\"cmd\":\"events\",\"filter\":{\"reason\":\"file.*\",\"since\":5}}\n",
+		"{\"cmd\":\"events\",\"filter\":{\"Run\":\"0000000000000001\"}}\n",
+		"{\"cmd\":\"events\",\"filter\":{\"run_id\":\"0000000000000001\"}}\n",
+	};
+	struct custode_event_filter f;
+	struct reader *r = calloc(1, sizeof(*r));
+	json_t *o, *req;
+	char *text;
+
+	need_root();
+	server_start();
+	r->fd = conn();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		send_str(r->fd, bad[i]);
+		expect_refusal(r, "daemon.protocol", "unknown key");
+	}
+	/* what custode events --run --reason --since sends */
+	memset(&f, 0, sizeof(f));
+	f.has_run = true;
+	f.run_id = 0x1234;
+	snprintf(f.reason, sizeof(f.reason), "net.*");
+	f.has_since = true;
+	f.since_wall_ns = 1;
+	req = json_pack("{s:s, s:b, s:o, s:i}", "cmd", "events", "follow", 0, "filter", custode_event_filter_to_json(&f),
+			"id", 9);
+	cr_assert_eq(json_object_size(json_object_get(req, "filter")), 3);
+	text = json_dumps(req, JSON_COMPACT);
+	send_str(r->fd, text);
+	send_str(r->fd, "\n");
+	o = answer(r);
+	cr_expect(json_is_true(json_object_get(o, "end")), "the CLI's filter is accepted");
+	cr_expect_eq(json_integer_value(json_object_get(o, "id")), 9);
+	json_decref(o);
+	free(text);
+	json_decref(req);
+	/* an empty filter is no filter */
+	send_str(r->fd, "{\"cmd\":\"events\",\"filter\":{}}\n");
+	o = answer(r);
+	cr_expect(json_is_true(json_object_get(o, "end")));
+	json_decref(o);
+	close(r->fd);
+	free(r);
+	server_stop();
+}
+
+/* Read an events answer to its end: records (their seqs in order), {"lost": N} lines, then the "ok" line. */
+static json_t *read_events(struct reader *r, int *events, int *last_seq, long long *lost, bool *in_order)
+{
+	for (;;) {
+		json_t *o = answer(r), *ev;
+
+		if ((ev = json_object_get(o, "event"))) {
+			int seq = (int)json_integer_value(json_object_get(ev, "seq"));
+
+			if (seq <= *last_seq)
+				*in_order = false;
+			*last_seq = seq;
+			(*events)++;
+		} else if (json_object_get(o, "lost")) {
+			*lost += json_integer_value(json_object_get(o, "lost"));
+		} else {
+			return o;
+		}
+		json_decref(o);
+	}
+}
+
+/*
+ * BUG (control.c, cmd_events): the whole history was copied into the
+ * client's queue at once — 4 MB here, and as much for each client that
+ * asked and did not read. The replay now goes as far as the queue allows
+ * and resumes as the client reads; records that left the history before it
+ * got to them are counted ({"lost": N}), as for a follower.
+ */
+Test(control_server, events_replay_goes_as_the_client_reads)
+{
+	struct reader *r = calloc(1, sizeof(*r));
+	int events = 0, last = -1;
+	long long lost = 0;
+	bool in_order = true;
+	json_t *o;
+
+	need_root();
+	custode_test_stream_history(2000);
+	for (unsigned i = 0; i < 2000; i++)
+		custode_test_stream_publish(i, NULL, 2000);
+	server_start();
+	r->fd = conn();
+	send_str(r->fd, "{\"cmd\":\"events\",\"id\":5}\n");
+	usleep(300000);
+	/* the history turns over before the client reads */
+	server_pause();
+	for (unsigned i = 2000; i < 4000; i++)
+		custode_test_stream_publish(i, NULL, 2000);
+	server_resume();
+	o = read_events(r, &events, &last, &lost, &in_order);
+	cr_expect(json_is_true(json_object_get(o, "end")));
+	cr_expect_eq(json_integer_value(json_object_get(o, "id")), 5);
+	cr_expect_eq(json_integer_value(json_object_get(o, "count")), events);
+	json_decref(o);
+	cr_expect(in_order, "oldest first, none twice");
+	cr_expect_eq(last, 3999, "up to the newest");
+	cr_expect_gt(lost, 0, "the records it had no room for were not copied for it");
+	cr_expect_lt(events, 4000 - 1000);
+	cr_expect_eq(events + lost, 4000, "%d records + %lld lost", events, lost);
+	close(r->fd);
+	free(r);
+	server_stop();
+	custode_stream_close();
 }
 
 Test(control_server, events_replay_and_follow)
@@ -680,6 +985,87 @@ Test(control_server, events_replay_and_follow)
 	cr_expect(pause_when_counts(0, 0), "the follower's connection is closed and unfollowed");
 	free(r);
 	server_stop();
+}
+
+/*
+ * A follower that reads nothing: its backlog stops at 8 MiB, what comes
+ * after is skipped for it and counted, and publishing never waits for it.
+ * When it reads, it is told how many it lost, before the next record.
+ */
+Test(control_server, follower_that_never_reads_is_bounded_and_never_blocks)
+{
+	struct custode_control_stats st;
+	struct reader *r = calloc(1, sizeof(*r));
+	struct timespec t0, t1;
+	int events = 0, last = -1;
+	long long lost = 0;
+	bool in_order = true;
+
+	need_root();
+	custode_test_stream_history(16);
+	server_start();
+	r->fd = conn();
+	send_str(r->fd, "{\"cmd\":\"events\",\"follow\":true}\n");
+	cr_assert(pause_when_counts(1, 1));
+	alarm(60); /* publishing that waits for the follower would hang here */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned i = 0; i < 6000; i++) /* 12 MB */
+		custode_test_stream_publish(i, NULL, 2000);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_expect_lt((double)(t1.tv_sec - t0.tv_sec), 20.0);
+	custode_control_stats(&st);
+	cr_expect_gt(st.follower_lost, 0);
+	server_resume();
+	/* it reads what was kept for it, until nothing more comes */
+	for (;;) {
+		struct pollfd pf = {.fd = r->fd, .events = POLLIN};
+		json_t *o, *ev;
+
+		if (!memchr(r->buf, '\n', r->len) && poll(&pf, 1, 300) == 0)
+			break;
+		o = answer(r);
+		if ((ev = json_object_get(o, "event"))) {
+			int seq = (int)json_integer_value(json_object_get(ev, "seq"));
+
+			in_order &= seq > last;
+			last = seq;
+			events++;
+		} else {
+			lost += json_integer_value(json_object_get(o, "lost"));
+		}
+		json_decref(o);
+	}
+	/* the next record brings the count of what it lost, first */
+	server_pause();
+	custode_test_stream_publish(6000, NULL, 100);
+	server_resume();
+	for (;;) {
+		json_t *o = answer(r), *ev = json_object_get(o, "event");
+		int seq = (int)json_integer_value(json_object_get(ev, "seq"));
+
+		if (!ev) {
+			cr_expect_gt(json_integer_value(json_object_get(o, "lost")), 0);
+			lost += json_integer_value(json_object_get(o, "lost"));
+		}
+		json_decref(o);
+		if (ev && seq == 6000)
+			break;
+		if (ev) {
+			in_order &= seq > last;
+			last = seq;
+			events++;
+		}
+	}
+	cr_expect(in_order);
+	cr_expect_lt(events, 6000);
+	cr_expect_eq(events + lost, 6000, "%d records + %lld lost", events, lost);
+	server_pause();
+	custode_control_stats(&st);
+	cr_expect_eq(st.follower_lost, (uint64_t)lost);
+	close(r->fd);
+	free(r);
+	server_stop();
+	custode_stream_close();
 }
 
 Test(control_server, too_many_clients)

@@ -5,16 +5,18 @@
  * stream.c and drives its publishing and sinks directly (the symbols of
  * stream.o come from here in the unit-test binary). The rotating events
  * file (rotation before a line would pass the limit, FILE.1 .. FILE.N, no
- * line split across files, appending to an existing file), the
+ * line split across files, appending to an existing file, no torn line
+ * after a short write, reopened after logrotate, stale FILE.N removed), the
  * non-blocking stdout sink (a full pipe never blocks the daemon, loss is
  * counted per line, nothing is lost or torn that was not counted), the
- * history and followers with their filters, and the reconciliation of
- * kernel throttle records.
+ * history (and cursors that resume a replay) and followers with their
+ * filters, and the reconciliation of kernel throttle records.
  */
 #include "daemon/stream.c"
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <criterion/criterion.h>
 
@@ -256,6 +258,195 @@ Test(stream_file, mode_and_unwritable_path)
 	cr_expect_eq(seqs[0], 2);
 	cr_assert_eq(stat(sub, &st), 0);
 	cr_expect_eq(st.st_mode & 0777, 0600, "denial records are not for everyone");
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+/* The file's whole text (malloc'd), or NULL. */
+static char *slurp(const char *path, size_t *len)
+{
+	char *text = NULL;
+
+	if (custode_read_file(path, 64u << 20, &text, len) < 0)
+		return NULL;
+	return text;
+}
+
+/*
+ * BUG (stream.c, file_write): a write that took only part of a line (disk
+ * full) left that part in the file, and the next record was appended to it:
+ * two lines lost to every reader, one of them counted. The part is cut off
+ * again (the line counted as dropped) so the file only ever holds whole
+ * lines. A file size limit gives the short write a full disk would.
+ */
+Test(stream_file, short_write_leaves_no_torn_line)
+{
+	struct rlimit old, lim;
+	int seqs[16];
+
+	tmpdir();
+	setup(tfile, 1u << 20, 2, 0);
+	signal(SIGXFSZ, SIG_IGN); /* EFBIG instead */
+	pub(0, 300);
+	pub(1, 300);
+	pub(2, 300);
+	cr_assert_eq(size_of(tfile), 900);
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 1000;
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	pub(3, 300); /* 100 bytes fit, then EFBIG */
+	cr_expect_eq(S.st.sink_dropped[1], 1, "the line that did not fit is counted");
+	cr_expect_eq(size_of(tfile), 900, "and nothing of it stays in the file");
+	pub(4, 300); /* does not fit at all: nothing written */
+	cr_expect_eq(S.st.sink_dropped[1], 2);
+	cr_expect_eq(size_of(tfile), 900);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	pub(5, 300);
+	cr_expect_eq(S.st.sink_dropped[1], 2);
+	cr_expect_eq(S.file_size, 1200, "the size kept is the file's");
+	cr_expect_eq(seqs_of(tfile, seqs, 16), 4, "whole lines only");
+	cr_expect(seqs[0] == 0 && seqs[1] == 1 && seqs[2] == 2 && seqs[3] == 5, "%d %d %d %d", seqs[0], seqs[1], seqs[2],
+		  seqs[3]);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+/* A file that ends inside a line (a writer killed mid-line): our first record is not glued to it. */
+Test(stream_file, file_ending_inside_a_line_is_ended_first)
+{
+	static const char before[] = "{\"seq\":90}\n{\"seq\":9";
+	char *text, *last;
+	size_t len;
+	json_t *o;
+	int fd;
+
+	tmpdir();
+	fd = open(tfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, before, sizeof(before) - 1), (ssize_t)sizeof(before) - 1);
+	close(fd);
+	setup(tfile, 1u << 20, 2, 0);
+	pub(7, 100);
+	text = slurp(tfile, &len);
+	cr_assert_not_null(text);
+	cr_assert(len > sizeof(before) && text[len - 1] == '\n');
+	cr_expect_eq(memcmp(text, before, sizeof(before) - 1), 0, "what was there is kept");
+	cr_expect_eq(text[sizeof(before) - 1], '\n', "the cut line is ended");
+	text[len - 1] = 0;
+	last = strrchr(text, '\n') + 1;
+	o = json_loads(last, 0, NULL);
+	cr_expect_eq(json_integer_value(json_object_get(o, "seq")), 7, "our record is a line of its own: %s", last);
+	json_decref(o);
+	free(text);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+/*
+ * BUG (stream.c): after the events file was renamed (logrotate) or removed,
+ * the daemon went on writing into the renamed file, or into a removed one
+ * nobody could read, until it restarted. The tick notices the path no
+ * longer names the file and opens it again; a truncation (logrotate's
+ * copytruncate) needs nothing: lines go on at the new end (O_APPEND).
+ */
+Test(stream_file, renamed_or_removed_file_reopened_by_the_tick)
+{
+	char moved[160];
+	struct stat st;
+	int seqs[8];
+
+	tmpdir();
+	snprintf(moved, sizeof(moved), "%s.rotated", tfile);
+	setup(tfile, 1u << 20, 2, 0);
+	pub(0, 200);
+	tick(NULL);
+	cr_expect_eq(S.st.file_reopens, 0, "nothing happened to the file");
+	/* logrotate's create mode: rename, then the writer should open the name again */
+	cr_assert_eq(rename(tfile, moved), 0);
+	pub(1, 200); /* before the tick: still into the renamed file, lost to nobody */
+	tick(NULL);
+	cr_expect_eq(S.st.file_reopens, 1);
+	pub(2, 200);
+	cr_expect_eq(seqs_of(moved, seqs, 8), 2);
+	cr_expect_eq(seqs[1], 1);
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1, "the name is a new file");
+	cr_expect_eq(seqs[0], 2);
+	cr_assert_eq(stat(tfile, &st), 0);
+	cr_expect_eq(st.st_mode & 0777, 0600, "with the same mode");
+	cr_expect_eq(S.file_size, (uint64_t)st.st_size, "its size counted from the new file");
+	/* removed */
+	cr_assert_eq(unlink(tfile), 0);
+	tick(NULL);
+	cr_expect_eq(S.st.file_reopens, 2);
+	pub(3, 200);
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
+	cr_expect_eq(seqs[0], 3);
+	/* copytruncate: the same file, emptied; the next line starts it (no hole), and the size follows */
+	cr_assert_eq(truncate(tfile, 0), 0);
+	tick(NULL);
+	cr_expect_eq(S.st.file_reopens, 2, "the same file: not reopened");
+	cr_expect_eq(S.file_size, 0);
+	pub(4, 200);
+	cr_expect_eq(size_of(tfile), 200, "no hole of zeros before it");
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
+	cr_expect_eq(seqs[0], 4);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+/*
+ * BUG (stream.c, file_rotate): after --events-file-keep was lowered, the
+ * rotated files past the new count (FILE.(keep+1) ..) stayed forever.
+ */
+Test(stream_file, lowered_keep_removes_rotated_files_past_it)
+{
+	char path[256];
+
+	tmpdir();
+	for (int k = 1; k <= 6; k++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s.%d", tfile, k);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		cr_assert_geq(fd, 0);
+		close(fd);
+	}
+	snprintf(path, sizeof(path), "%s.9", tfile); /* past a gap: not ours to look for */
+	close(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600));
+	setup(tfile, 300, 2, 0);
+	pub(0, 200);
+	pub(1, 200);
+	cr_expect_eq(S.st.file_rotations, 1);
+	for (int k = 1; k <= 6; k++) {
+		snprintf(path, sizeof(path), "%s.%d", tfile, k);
+		if (k <= 2)
+			cr_expect_geq(size_of(path), 0, "%s kept", path);
+		else
+			cr_expect_eq(size_of(path), -1, "%s removed", path);
+	}
+	snprintf(path, sizeof(path), "%s.9", tfile);
+	cr_expect_geq(size_of(path), 0);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+Test(stream_file, keep_zero_removes_every_rotated_file)
+{
+	char path[256];
+
+	tmpdir();
+	snprintf(path, sizeof(path), "%s.1", tfile);
+	close(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600));
+	snprintf(path, sizeof(path), "%s.2", tfile);
+	close(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600));
+	setup(tfile, 300, 0, 0);
+	pub(0, 200);
+	pub(1, 200);
+	cr_expect_eq(S.st.file_rotations, 1);
+	cr_expect_eq(size_of(path), -1);
+	snprintf(path, sizeof(path), "%s.1", tfile);
+	cr_expect_eq(size_of(path), -1);
 	custode_stream_close();
 	rm_tmpdir();
 }
@@ -588,6 +779,111 @@ Test(stream_history, followers_get_matching_records_until_they_leave)
 	custode_stream_close();
 }
 
+/* A reader that takes up to `room` records, then is full. */
+struct slow {
+	struct taken t;
+	int room;
+};
+
+static bool take_some(void *ctx, const char *line, size_t len)
+{
+	struct slow *s = ctx;
+
+	if (s->room <= 0)
+		return false;
+	s->room--;
+	return take(&s->t, line, len);
+}
+
+Test(stream_history, cursor_resumes_where_the_reader_stopped)
+{
+	struct slow s = {0};
+	size_t n = 0;
+	int h;
+
+	setup(NULL, 0, 0, 8);
+	for (unsigned i = 0; i < 5; i++)
+		pub(i, 0);
+	h = custode_stream_cursor_open(NULL);
+	cr_assert_geq(h, 0);
+	s.room = 2;
+	cr_expect_not(custode_stream_cursor_next(h, take_some, &s, &n), "the reader is full");
+	cr_expect_eq(n, 2);
+	s.room = 2;
+	cr_expect_not(custode_stream_cursor_next(h, take_some, &s, &n));
+	pub(5, 0); /* the history moves on meanwhile */
+	s.room = 10;
+	cr_expect(custode_stream_cursor_next(h, take_some, &s, &n), "caught up");
+	cr_expect_eq(n, 6);
+	cr_assert_eq(s.t.n, 6);
+	for (int i = 0; i < 6; i++)
+		cr_expect_eq(s.t.seq[i], i, "each once, in order");
+	cr_expect_eq(custode_stream_cursor_lost(h), 0);
+	cr_expect(custode_stream_cursor_next(h, take_some, &s, &n), "nothing more");
+	cr_expect_eq(n, 6);
+	custode_stream_cursor_close(h);
+	custode_stream_cursor_close(h); /* harmless */
+	custode_stream_cursor_close(-1);
+	custode_stream_cursor_close(MAX_CURSORS);
+	custode_stream_close();
+}
+
+Test(stream_history, cursor_counts_matching_records_it_lost)
+{
+	struct custode_event_filter f;
+	struct slow s = {0};
+	size_t n = 0;
+	int h, all;
+
+	setup(NULL, 0, 0, 4);
+	memset(&f, 0, sizeof(f));
+	snprintf(f.reason, sizeof(f.reason), "net.*");
+	pub_r(0, "net.loopback", NULL);
+	pub_r(1, "file.read.denied", NULL);
+	pub_r(2, "net.loopback", NULL);
+	h = custode_stream_cursor_open(&f);
+	all = custode_stream_cursor_open(NULL);
+	cr_assert(h >= 0 && all >= 0 && h != all);
+	s.room = 1;
+	cr_expect_not(custode_stream_cursor_next(h, take_some, &s, &n));
+	cr_expect_eq(s.t.seq[0], 0);
+	/* 4 more: 1 and 2 leave the history before the cursor reached them; only 2 was for it */
+	pub_r(3, "file.read.denied", NULL);
+	pub_r(4, "net.loopback", NULL);
+	pub_r(5, "file.read.denied", NULL);
+	pub_r(6, "net.loopback", NULL);
+	cr_expect_eq(custode_stream_cursor_lost(h), 1);
+	cr_expect_eq(custode_stream_cursor_lost(h), 0, "told once");
+	cr_expect_eq(custode_stream_cursor_lost(all), 3, "0, 1 and 2, unfiltered");
+	s.room = 10;
+	cr_expect(custode_stream_cursor_next(h, take_some, &s, &n));
+	cr_expect_eq(s.t.n, 3);
+	cr_expect(s.t.seq[1] == 4 && s.t.seq[2] == 6, "%d %d", s.t.seq[1], s.t.seq[2]);
+	custode_stream_cursor_close(h);
+	custode_stream_cursor_close(all);
+	/* all slots: the next is refused */
+	for (int i = 0; i < MAX_CURSORS; i++)
+		cr_assert_geq(custode_stream_cursor_open(NULL), 0);
+	cr_expect_eq(custode_stream_cursor_open(NULL), -ENOSPC);
+	custode_stream_close();
+}
+
+Test(stream_history, cursor_without_history)
+{
+	size_t n = 0;
+	struct taken t = {0};
+	int h;
+
+	setup(NULL, 0, 0, 0);
+	pub(0, 10);
+	h = custode_stream_cursor_open(NULL);
+	cr_assert_geq(h, 0);
+	cr_expect(custode_stream_cursor_next(h, take, &t, &n));
+	cr_expect_eq(n, 0);
+	cr_expect_eq(custode_stream_cursor_lost(h), 0);
+	custode_stream_close();
+}
+
 Test(stream_history, stats_count_decisions)
 {
 	struct custode_stream_stats st;
@@ -680,4 +976,22 @@ Test(stream_throttle, bad_records_counted)
 	cr_expect_eq(S.st.bad, 2);
 	cr_expect_eq(S.hist_n, 0);
 	custode_stream_close();
+}
+
+/* ---- for test_daemon_control.c (the same binary): a history the control server replays ---- */
+
+void custode_test_stream_history(size_t n);
+void custode_test_stream_publish(unsigned seq, const char *reason, size_t size);
+
+void custode_test_stream_history(size_t n)
+{
+	setup(NULL, 0, 0, n);
+}
+
+void custode_test_stream_publish(unsigned seq, const char *reason, size_t size)
+{
+	json_t *o = rec(seq, reason, NULL, size);
+
+	publish(o);
+	json_decref(o);
 }

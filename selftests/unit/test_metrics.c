@@ -269,6 +269,34 @@ static void expect_exposition(const char *t)
 	free(copy);
 }
 
+/*
+ * BUG (metrics.c, custode_prom_render): infinities were printed with %.17g as
+ * "inf"/"-inf", which the exposition format does not read (it spells them
+ * +Inf and -Inf): one such sample failed the whole scrape.
+ */
+Test(metrics, infinities_spelled_as_the_format_reads_them)
+{
+	struct custode_prom *p = custode_prom_new();
+	char *t;
+
+	custode_prom_family(p, "v", "gauge", "v");
+	custode_prom_add(p, "v", INFINITY, "k", "pos", NULL);
+	custode_prom_add(p, "v", -INFINITY, "k", "neg", NULL);
+	custode_prom_add(p, "v", -NAN, "k", "nan", NULL);
+	custode_prom_add(p, "v", 1e308, "k", "big", NULL);
+	custode_prom_add(p, "v", 1e308, "k", "big", NULL); /* merged: the sum overflows to +Inf */
+	t = custode_prom_render(p);
+	cr_assert_not_null(t);
+	cr_expect(strstr(t, "v{k=\"pos\"} +Inf\n"), "%s", t);
+	cr_expect(strstr(t, "v{k=\"neg\"} -Inf\n"), "%s", t);
+	cr_expect(strstr(t, "v{k=\"nan\"} NaN\n"), "a negative NaN is NaN: %s", t);
+	cr_expect(strstr(t, "v{k=\"big\"} +Inf\n"), "%s", t);
+	cr_expect_null(strstr(t, "inf"), "no printf spelling: %s", t);
+	expect_exposition(t);
+	free(t);
+	custode_prom_free(p);
+}
+
 Test(metrics, every_line_is_exposition_format)
 {
 	struct custode_prom *p = sample_set();
@@ -470,6 +498,18 @@ Test(metrics, bundle_hook)
 	cr_assert_eq(s.n, 2);
 	i = find(&s, "build") == 0 ? 1 : 0;
 	cr_expect_eq(strlen(s.policy[i]), 128);
+}
+
+/* BUG (metrics.c, custode_metrics_clear_bundle): NULL was compared with strcmp and crashed; set_bundle ignores it. */
+Test(metrics, bundle_hook_clear_null_is_a_no_op)
+{
+	struct seen s = {0};
+
+	custode_metrics_set_bundle("kept", 1, 0, 0);
+	custode_metrics_clear_bundle(NULL);
+	custode_metrics_each_bundle(collect, &s);
+	cr_expect_eq(s.n, 1, "nothing forgotten");
+	cr_expect_str_eq(s.policy[0], "kept");
 }
 
 Test(metrics, bundle_hook_full)

@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 
 #include "daemon/control.h"
@@ -16,7 +17,23 @@
 #include "daemon/stream.h"
 
 #define MAX_CLIENTS 64
-#define FOLLOW_QUEUE_MAX (8u << 20) /* a follower's backlog; past it records are skipped and counted */
+/*
+ * What a client may have queued and not read yet (each client's memory is
+ * bounded, whatever it sends and however slowly it reads):
+ * - answers: once ANSWER_QUEUE_HIGH bytes wait, the client's further
+ *   requests are neither read nor handled, and an events replay does not go
+ *   on, until it has read some (backpressure: its requests wait in its
+ *   socket, and it blocks sending them). The queue then holds at most that
+ *   plus one answer. An answer that would take it past ANSWER_QUEUE_MAX is
+ *   not queued: the client is disconnected and counted (overflow_disconnects);
+ * - a follower's records: past FOLLOW_QUEUE_MAX they are skipped for it
+ *   alone and counted, and it is told ({"lost": N}) before its next record.
+ * Nothing is ever sent blocking: the daemon never waits for a client.
+ */
+#define ANSWER_QUEUE_HIGH (1u << 20)
+#define ANSWER_QUEUE_MAX (8u << 20)
+#define FOLLOW_QUEUE_MAX (8u << 20)
+#define WBUF_KEEP (256u << 10) /* an emptied queue's buffer larger than this is given back */
 
 struct client {
 	bool used;
@@ -24,10 +41,14 @@ struct client {
 	char *rbuf;
 	size_t rlen, rcap;
 	char *wbuf;
-	size_t wlen, wcap;
-	bool closing; /* close once everything queued is written */
-	bool watching_out;
-	int follow;   /* stream handle, or -1 */
+	size_t woff, wlen, wcap; /* queued: wbuf[woff .. woff + wlen) */
+	bool closing;    /* close once everything queued is written */
+	bool overflowed; /* past the hard cap: nothing more is queued for it */
+	int follow;      /* stream handle, or -1 */
+	int cursor;      /* an events replay going on: its stream cursor, or -1 */
+	bool replay_follow;
+	size_t replay_n;
+	struct custode_event_filter replay_f;
 	uint64_t lost;
 	json_t *id;   /* the request id, echoed */
 };
@@ -38,9 +59,17 @@ static struct {
 	custode_control_handler fn;
 	void *ctx;
 	struct client c[MAX_CLIENTS];
+	struct custode_control_stats st;
 } C = {.fd = -1};
 
 static int client_event(void *arg, uint32_t revents);
+
+static void client_reset(struct client *cl)
+{
+	memset(cl, 0, sizeof(*cl));
+	cl->follow = -1;
+	cl->cursor = -1;
+}
 
 static void client_close(struct client *cl)
 {
@@ -48,27 +77,48 @@ static void client_close(struct client *cl)
 		return;
 	if (cl->follow >= 0)
 		custode_stream_unfollow(cl->follow);
+	if (cl->cursor >= 0)
+		custode_stream_cursor_close(cl->cursor);
 	custode_loop_del(cl->fd);
 	close(cl->fd);
 	free(cl->rbuf);
 	free(cl->wbuf);
 	json_decref(cl->id);
-	memset(cl, 0, sizeof(*cl));
-	cl->follow = -1;
+	client_reset(cl);
+}
+
+/* Its requests wait: too much queued for it, or an events replay still going on. */
+static bool client_busy(const struct client *cl)
+{
+	return cl->wlen >= ANSWER_QUEUE_HIGH || cl->cursor >= 0;
+}
+
+/* A whole request (or one too long to wait for) was read and not handled yet. */
+static bool client_has_line(const struct client *cl)
+{
+	return cl->rlen && (cl->rlen > CUSTODE_CONTROL_MAX_LINE || memchr(cl->rbuf, '\n', cl->rlen));
 }
 
 static void client_watch(struct client *cl)
 {
 	/* closing: only EPOLLOUT (HUP/ERR come anyway); a level-triggered RDHUP would fire on every turn */
-	uint32_t ev = cl->closing ? 0 : EPOLLIN | EPOLLRDHUP;
+	uint32_t ev = 0;
 
+	if (!cl->closing && !client_busy(cl)) {
+		ev = EPOLLIN | EPOLLRDHUP;
+		/* requests read while it was busy: a turn of the loop for them (the socket may hold no more) */
+		if (client_has_line(cl))
+			ev |= EPOLLOUT;
+	}
+	/* busy: not even RDHUP (level-triggered, it would fire on every turn); a peer that left fails the send */
 	custode_loop_mod(cl->fd, ev | (cl->wlen ? EPOLLOUT : 0));
 }
 
-static void client_flush(struct client *cl)
+/* Send what the socket takes now, never waiting. false when the client was closed (the peer is gone). */
+static bool client_write(struct client *cl)
 {
 	while (cl->wlen) {
-		ssize_t w = send(cl->fd, cl->wbuf, cl->wlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = send(cl->fd, cl->wbuf + cl->woff, cl->wlen, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -76,11 +126,27 @@ static void client_flush(struct client *cl)
 			break;
 		if (w <= 0) {
 			client_close(cl);
-			return;
+			return false;
 		}
-		memmove(cl->wbuf, cl->wbuf + w, cl->wlen - (size_t)w);
+		cl->woff += (size_t)w;
 		cl->wlen -= (size_t)w;
 	}
+	if (!cl->wlen) {
+		cl->woff = 0;
+		if (cl->wcap > WBUF_KEEP) {
+			free(cl->wbuf);
+			cl->wbuf = NULL;
+			cl->wcap = 0;
+		}
+	}
+	return true;
+}
+
+/* Send what can be sent; close a closing client once all is; else watch for what it waits for. */
+static void client_flush(struct client *cl)
+{
+	if (!client_write(cl))
+		return;
 	if (!cl->wlen && cl->closing) {
 		client_close(cl);
 		return;
@@ -88,36 +154,74 @@ static void client_flush(struct client *cl)
 	client_watch(cl);
 }
 
-/* Queue bytes; false when a follower's backlog is full (the caller counts the loss). */
-static bool client_queue(struct client *cl, const char *a, size_t na, const char *b, size_t nb, bool bounded)
+/* Past the hard cap: nothing more for this client; what is queued is dropped and it is closed (client_flush). */
+static void client_overflow(struct client *cl)
 {
-	size_t need = cl->wlen + na + nb;
-
-	if (bounded && need > FOLLOW_QUEUE_MAX)
-		return false;
-	if (need > cl->wcap) {
-		size_t cap = cl->wcap ? cl->wcap : 65536;
-		char *nbuf;
-
-		while (cap < need)
-			cap *= 2;
-		nbuf = realloc(cl->wbuf, cap);
-		if (!nbuf)
-			return false;
-		cl->wbuf = nbuf;
-		cl->wcap = cap;
+	cl->overflowed = true;
+	cl->closing = true;
+	cl->woff = cl->wlen = 0;
+	if (cl->cursor >= 0) {
+		custode_stream_cursor_close(cl->cursor);
+		cl->cursor = -1;
 	}
-	memcpy(cl->wbuf + cl->wlen, a, na);
-	if (nb)
-		memcpy(cl->wbuf + cl->wlen + na, b, nb);
-	cl->wlen = need;
+	C.st.overflow_disconnects++;
+}
+
+/*
+ * Queue bytes. bounded (a follower's records): false when its backlog is
+ * full (the caller counts the loss). Answers: false past the hard cap, and
+ * the client is then disconnected.
+ */
+static bool client_queue(struct client *cl, const struct iovec *iov, int n, bool bounded)
+{
+	size_t add = 0;
+
+	if (cl->overflowed)
+		return false;
+	for (int i = 0; i < n; i++)
+		add += iov[i].iov_len;
+	if (cl->wlen + add > (bounded ? FOLLOW_QUEUE_MAX : ANSWER_QUEUE_MAX)) {
+		if (!bounded)
+			client_overflow(cl);
+		return false;
+	}
+	if (cl->woff + cl->wlen + add > cl->wcap) {
+		if (cl->woff) {
+			memmove(cl->wbuf, cl->wbuf + cl->woff, cl->wlen);
+			cl->woff = 0;
+		}
+		if (cl->wlen + add > cl->wcap) {
+			size_t cap = cl->wcap ? cl->wcap : 65536;
+			char *nbuf;
+
+			while (cap < cl->wlen + add)
+				cap *= 2;
+			nbuf = realloc(cl->wbuf, cap);
+			if (!nbuf) {
+				if (!bounded)
+					client_overflow(cl);
+				return false;
+			}
+			cl->wbuf = nbuf;
+			cl->wcap = cap;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		memcpy(cl->wbuf + cl->woff + cl->wlen, iov[i].iov_base, iov[i].iov_len);
+		cl->wlen += iov[i].iov_len;
+	}
 	return true;
 }
 
 static void client_send(struct client *cl, json_t *o)
 {
+	struct iovec v[2];
 	char *text;
 
+	if (!o) {
+		cl->closing = true;
+		return;
+	}
 	if (cl->id && !json_object_get(o, "id"))
 		json_object_set(o, "id", cl->id);
 	text = json_dumps(o, JSON_COMPACT);
@@ -126,7 +230,9 @@ static void client_send(struct client *cl, json_t *o)
 		cl->closing = true;
 		return;
 	}
-	client_queue(cl, text, strlen(text), "\n", 1, false);
+	v[0] = (struct iovec){text, strlen(text)};
+	v[1] = (struct iovec){(void *)"\n", 1};
+	client_queue(cl, v, 2, false);
 	free(text);
 }
 
@@ -135,49 +241,75 @@ static void client_error(struct client *cl, const struct custode_refusal *why)
 	client_send(cl, custode_control_error(why));
 }
 
-/* A record line for a client: {"event": <record>} */
-static bool take_record(void *ctx, const char *line, size_t len, bool bounded)
+/* {"lost": N} when records were skipped for this reader (then none are owed). */
+static bool queue_lost(struct client *cl, bool bounded)
 {
-	struct client *cl = ctx;
-	static const char head[] = "{\"event\":", tail[] = "}\n";
-	char *tmp;
-	bool ok;
+	char lost[64];
+	struct iovec v;
 
-	if (cl->lost && bounded) {
-		char lost[64];
-		int n = snprintf(lost, sizeof(lost), "{\"lost\":%llu}\n", (unsigned long long)cl->lost);
-
-		if (!client_queue(cl, lost, (size_t)n, NULL, 0, true)) {
-			cl->lost++;
-			return false;
-		}
-		cl->lost = 0;
-	}
-	tmp = malloc(sizeof(head) - 1 + len);
-	if (!tmp)
+	if (!cl->lost)
+		return true;
+	v.iov_base = lost;
+	v.iov_len = (size_t)snprintf(lost, sizeof(lost), "{\"lost\":%llu}\n", (unsigned long long)cl->lost);
+	if (!client_queue(cl, &v, 1, bounded))
 		return false;
-	memcpy(tmp, head, sizeof(head) - 1);
-	memcpy(tmp + sizeof(head) - 1, line, len);
-	ok = client_queue(cl, tmp, sizeof(head) - 1 + len, tail, 2, bounded);
-	free(tmp);
-	if (!ok)
-		cl->lost++;
-	return ok;
+	cl->lost = 0;
+	return true;
+}
+
+/* A record line for a client: {"event": <record>}, told first of any it lost. */
+static bool queue_record(struct client *cl, const char *line, size_t len, bool bounded)
+{
+	static const char head[] = "{\"event\":", tail[] = "}\n";
+	struct iovec v[3] = {
+		{(void *)head, sizeof(head) - 1},
+		{(void *)line, len},
+		{(void *)tail, sizeof(tail) - 1},
+	};
+
+	return queue_lost(cl, bounded) && client_queue(cl, v, 3, bounded);
 }
 
 static bool take_replay(void *ctx, const char *line, size_t len)
 {
-	return take_record(ctx, line, len, false);
+	struct client *cl = ctx;
+
+	/* backpressure: the rest of the replay waits until the client has read (one record always goes) */
+	if (cl->wlen && cl->wlen + len + 64 > ANSWER_QUEUE_HIGH)
+		return false;
+	return queue_record(cl, line, len, false);
 }
 
 static bool take_follow(void *ctx, const char *line, size_t len)
 {
 	struct client *cl = ctx;
-	bool ok = take_record(ctx, line, len, true);
+	bool ok = queue_record(cl, line, len, true);
 
+	if (!ok) {
+		cl->lost++;
+		C.st.follower_lost++;
+	}
 	if (cl->used)
 		client_flush(cl);
 	return ok;
+}
+
+/* The keys of an events filter (custode_event_filter_to_json); another is a typo, not "no filter". */
+static const char *filter_unknown_key(const json_t *jf)
+{
+	static const char *const known[] = {"run", "reason", "since_ns"};
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)jf, k, v) {
+		size_t i = 0;
+
+		while (i < sizeof(known) / sizeof(known[0]) && strcmp(k, known[i]))
+			i++;
+		if (i == sizeof(known) / sizeof(known[0]))
+			return k;
+	}
+	return NULL;
 }
 
 static void cmd_events(struct client *cl, const json_t *req)
@@ -185,38 +317,82 @@ static void cmd_events(struct client *cl, const json_t *req)
 	struct custode_event_filter f;
 	struct custode_refusal why = {0};
 	const json_t *jf = json_object_get(req, "filter");
-	bool follow = json_is_true(json_object_get(req, "follow"));
-	size_t n;
+	const char *unknown;
 
 	memset(&f, 0, sizeof(f));
+	if (jf && json_is_object(jf) && (unknown = filter_unknown_key(jf))) {
+		custode_refuse(&why, EINVAL, CUSTODE_REASON_DAEMON_PROTOCOL,
+			       "events: unknown key \"%.64s\" in \"filter\" (its keys: run, reason, since_ns)", unknown);
+		client_error(cl, &why);
+		return;
+	}
 	if (jf && (!json_is_object(jf) || custode_event_filter_from_json(jf, &f) < 0)) {
 		custode_refuse(&why, EINVAL, CUSTODE_REASON_DAEMON_PROTOCOL,
 			       "events: \"filter\" must be {\"run\": ID, \"reason\": CODE, \"since_ns\": N}");
 		client_error(cl, &why);
 		return;
 	}
-	n = custode_stream_replay(&f, take_replay, cl);
-	if (!follow) {
-		client_send(cl, json_pack("{s:b, s:b, s:I}", "ok", 1, "end", 1, "count", (json_int_t)n));
+	/* the replay goes as far as the client's queue allows each time (client_pump), then the end or following */
+	cl->cursor = custode_stream_cursor_open(&f);
+	if (cl->cursor < 0) {
+		custode_refuse(&why, ENOSPC, CUSTODE_REASON_DAEMON_PROTOCOL, "too many replays at once");
+		client_error(cl, &why);
 		return;
 	}
-	cl->follow = custode_stream_follow(&f, take_follow, cl);
+	cl->replay_follow = json_is_true(json_object_get(req, "follow"));
+	cl->replay_f = f;
+	cl->replay_n = 0;
+}
+
+/* Go on with an events replay as far as the client's queue allows. true when it moved. */
+static bool client_pump(struct client *cl)
+{
+	struct custode_refusal why = {0};
+	size_t n = 0;
+	bool done;
+
+	if (cl->cursor < 0 || cl->closing)
+		return false;
+	cl->lost += custode_stream_cursor_lost(cl->cursor);
+	done = custode_stream_cursor_next(cl->cursor, take_replay, cl, &n);
+	cl->replay_n += n;
+	if (!done || cl->cursor < 0) /* not yet, or overflowed */
+		return n > 0 || cl->cursor < 0;
+	custode_stream_cursor_close(cl->cursor);
+	cl->cursor = -1;
+	if (!cl->replay_follow) {
+		queue_lost(cl, false);
+		client_send(cl, json_pack("{s:b, s:b, s:I}", "ok", 1, "end", 1, "count", (json_int_t)cl->replay_n));
+		return true;
+	}
+	/* caught up: nothing new can come between the last replayed record and the first followed one */
+	cl->follow = custode_stream_follow(&cl->replay_f, take_follow, cl);
 	if (cl->follow < 0) {
 		custode_refuse(&why, ENOSPC, CUSTODE_REASON_DAEMON_PROTOCOL, "too many followers");
 		client_error(cl, &why);
 		cl->closing = true;
 	}
+	return true;
 }
 
-static void handle_line(struct client *cl, const char *line)
+static void handle_line(struct client *cl, const char *line, size_t len)
 {
 	struct custode_refusal why = {0};
 	json_error_t jerr;
-	json_t *req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr), *ans;
+	json_t *req, *ans;
 	const char *cmd;
 
 	json_decref(cl->id);
 	cl->id = NULL;
+	/* json_loads would stop at the NUL and judge only what comes before it */
+	if (memchr(line, 0, len)) {
+		custode_refuse(&why, EINVAL, CUSTODE_REASON_DAEMON_PROTOCOL,
+			       "a request is one JSON object per line: a NUL byte at offset %zu",
+			       (size_t)((const char *)memchr(line, 0, len) - line));
+		client_error(cl, &why);
+		return;
+	}
+	req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
 	if (!json_is_object(req)) {
 		custode_refuse(&why, EINVAL, CUSTODE_REASON_DAEMON_PROTOCOL, "a request is one JSON object per line: %s",
 			       req ? "not an object" : jerr.text);
@@ -245,76 +421,111 @@ static void handle_line(struct client *cl, const char *line)
 	json_decref(req);
 }
 
+static void refuse_too_long(struct client *cl)
+{
+	struct custode_refusal why = {0};
+
+	custode_refuse(&why, E2BIG, CUSTODE_REASON_DAEMON_PROTOCOL, "request longer than %u bytes",
+		       CUSTODE_CONTROL_MAX_LINE);
+	client_error(cl, &why);
+	cl->closing = true;
+}
+
+/* Handle the requests read already, while the client is not busy. true when one was. */
+static bool client_process(struct client *cl)
+{
+	bool moved = false;
+
+	while (cl->used && !cl->closing && !client_busy(cl) && cl->rlen) {
+		size_t before = cl->rlen;
+		char *line;
+		int r = custode_control_take_line(cl->rbuf, &cl->rlen, CUSTODE_CONTROL_MAX_LINE, &line);
+
+		if (!r)
+			break;
+		moved = true;
+		if (r < 0) {
+			if (r == -E2BIG)
+				refuse_too_long(cl);
+			else
+				cl->closing = true;
+			break;
+		}
+		handle_line(cl, line, before - cl->rlen - 1);
+		free(line);
+	}
+	return moved;
+}
+
+/*
+ * Everything that can be done for a client now, without waiting: the
+ * replay and the requests read already, as far as its queue allows, and
+ * sending. Then it is closed or watched for what it waits for.
+ */
+static void client_run(struct client *cl)
+{
+	while (cl->used && client_write(cl)) {
+		bool moved = client_pump(cl);
+
+		if (client_process(cl))
+			moved = true;
+		/* done, or waiting for the client to read (the socket is full: EPOLLOUT) */
+		if (!moved || cl->wlen >= ANSWER_QUEUE_HIGH || cl->closing)
+			break;
+	}
+	if (cl->used)
+		client_flush(cl);
+}
+
+/* Read requests while the client is not busy; each is handled as it comes. */
+static void client_read(struct client *cl)
+{
+	while (cl->used && !cl->closing && !client_busy(cl)) {
+		ssize_t n;
+
+		if (cl->rcap - cl->rlen < 4096) {
+			size_t cap = cl->rcap ? cl->rcap * 2 : 8192;
+			char *nb;
+
+			if (cap > CUSTODE_CONTROL_MAX_LINE * 2)
+				cap = CUSTODE_CONTROL_MAX_LINE * 2;
+			if (cap <= cl->rcap) {
+				refuse_too_long(cl);
+				return;
+			}
+			nb = realloc(cl->rbuf, cap);
+			if (!nb) {
+				client_close(cl);
+				return;
+			}
+			cl->rbuf = nb;
+			cl->rcap = cap;
+		}
+		n = recv(cl->fd, cl->rbuf + cl->rlen, cl->rcap - cl->rlen, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			/* the peer is done sending; answers still go out, then we close */
+			cl->closing = true;
+			if (cl->follow >= 0 || !cl->wlen)
+				client_close(cl);
+			return;
+		}
+		cl->rlen += (size_t)n;
+		client_run(cl);
+	}
+}
+
 static int client_event(void *arg, uint32_t revents)
 {
 	struct client *cl = arg;
 
-	if (revents & EPOLLOUT)
-		client_flush(cl);
-	if (!cl->used)
-		return 0;
-	if (revents & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)) {
-		for (;;) {
-			ssize_t n;
-			char *line;
-			int r;
-
-			if (cl->rcap - cl->rlen < 4096) {
-				size_t cap = cl->rcap ? cl->rcap * 2 : 8192;
-				char *nb;
-
-				if (cap > CUSTODE_CONTROL_MAX_LINE * 2)
-					cap = CUSTODE_CONTROL_MAX_LINE * 2;
-				if (cap <= cl->rcap) {
-					struct custode_refusal why = {0};
-
-					custode_refuse(&why, E2BIG, CUSTODE_REASON_DAEMON_PROTOCOL,
-						       "request longer than %u bytes", CUSTODE_CONTROL_MAX_LINE);
-					client_error(cl, &why);
-					cl->closing = true;
-					break;
-				}
-				nb = realloc(cl->rbuf, cap);
-				if (!nb) {
-					client_close(cl);
-					return 0;
-				}
-				cl->rbuf = nb;
-				cl->rcap = cap;
-			}
-			n = recv(cl->fd, cl->rbuf + cl->rlen, cl->rcap - cl->rlen, MSG_DONTWAIT);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 && errno == EAGAIN)
-				break;
-			if (n <= 0) {
-				/* the peer is done sending; answers still go out, then we close */
-				cl->closing = true;
-				if (cl->follow >= 0 || !cl->wlen) {
-					client_close(cl);
-					return 0;
-				}
-				break;
-			}
-			cl->rlen += (size_t)n;
-			while (cl->used && !cl->closing &&
-			       (r = custode_control_take_line(cl->rbuf, &cl->rlen, CUSTODE_CONTROL_MAX_LINE, &line)) != 0) {
-				if (r < 0) {
-					struct custode_refusal why = {0};
-
-					custode_refuse(&why, E2BIG, CUSTODE_REASON_DAEMON_PROTOCOL,
-						       "request longer than %u bytes", CUSTODE_CONTROL_MAX_LINE);
-					client_error(cl, &why);
-					cl->closing = true;
-					break;
-				}
-				handle_line(cl, line);
-				free(line);
-			}
-			if (!cl->used || cl->closing)
-				break;
-		}
-	}
+	/* what was waiting for room in its queue first (EPOLLOUT), then what it sent */
+	client_run(cl);
+	if (cl->used && (revents & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
+		client_read(cl);
 	if (cl->used)
 		client_flush(cl);
 	return 0;
@@ -343,10 +554,9 @@ static int accept_event(void *arg, uint32_t revents)
 			close(fd);
 			continue;
 		}
-		memset(cl, 0, sizeof(*cl));
+		client_reset(cl);
 		cl->used = true;
 		cl->fd = fd;
-		cl->follow = -1;
 		if (custode_loop_add(fd, EPOLLIN | EPOLLRDHUP, client_event, cl) < 0) {
 			close(fd);
 			cl->used = false;
@@ -373,7 +583,8 @@ int custode_control_listen(const char *path, custode_control_handler fn, void *c
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return custode_refuse(why, ENAMETOOLONG, CUSTODE_REASON_RUN_SETUP_FAILED, "%s: name too long", path);
 	for (int i = 0; i < MAX_CLIENTS; i++)
-		C.c[i].follow = -1;
+		client_reset(&C.c[i]);
+	memset(&C.st, 0, sizeof(C.st));
 	C.fn = fn;
 	C.ctx = ctx;
 	snprintf(C.path, sizeof(C.path), "%s", path);
@@ -427,4 +638,9 @@ void custode_control_counts(size_t *clients, size_t *followers)
 			(*clients)++;
 			*followers += C.c[i].follow >= 0;
 		}
+}
+
+void custode_control_stats(struct custode_control_stats *out)
+{
+	*out = C.st;
 }

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <jansson.h>
 
@@ -62,12 +63,22 @@ typedef json_t *(*custode_control_handler)(void *ctx, const char *cmd, const jso
 /*
  * Listen on path (a stale socket is replaced: the caller holds the daemon
  * lock), mode 0600, in the daemon's loop. The server answers "ping" and
- * "events" itself and passes every other command to fn.
+ * "events" itself and passes every other command to fn. What a client has
+ * not read yet is bounded: past 1 MiB of answers its further requests wait
+ * unread (an events replay too) until it reads; an answer that would take
+ * it past 8 MiB closes it instead (counted); a follower's records past 8 MiB
+ * are skipped for it and counted. No client ever makes the daemon wait.
  */
 int custode_control_listen(const char *path, custode_control_handler fn, void *ctx, struct custode_refusal *why);
 void custode_control_shutdown(void);
 /* Connected clients, and followers of the stream among them. */
 void custode_control_counts(size_t *clients, size_t *followers);
+
+struct custode_control_stats {
+	uint64_t overflow_disconnects; /* clients closed: an answer would have taken their unread queue past the hard cap */
+	uint64_t follower_lost;        /* records skipped for followers too slow to take them (each told {"lost": N}) */
+};
+void custode_control_stats(struct custode_control_stats *out);
 
 /* ---- line buffering, shared by both sides (pure; unit-tested) ---- */
 

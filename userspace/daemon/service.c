@@ -348,6 +348,7 @@ char *custode_service_metrics(void)
 {
 	struct custode_prom *p = custode_prom_new();
 	struct custode_stream_stats ss;
+	struct custode_control_stats cs;
 	struct custode_stats es = {0};
 	struct custode_event_stats xs = {0};
 	struct custode_dns_counters dns = V.dns_retired;
@@ -449,6 +450,13 @@ char *custode_service_metrics(void)
 	custode_prom_family(p, "custode_stream_sink_dropped_total", "counter", "Lines a slow or absent sink lost (never blocking).");
 	custode_prom_add(p, "custode_stream_sink_dropped_total", (double)ss.sink_dropped[0], "sink", "stdout", NULL);
 	custode_prom_add(p, "custode_stream_sink_dropped_total", (double)ss.sink_dropped[1], "sink", "file", NULL);
+	custode_prom_family(p, "custode_stream_file_reopens_total", "counter", "Times the events file was renamed or removed under the daemon (logrotate) and opened again.");
+	custode_prom_add(p, "custode_stream_file_reopens_total", (double)ss.file_reopens, NULL);
+	custode_control_stats(&cs);
+	custode_prom_family(p, "custode_control_overflow_disconnects_total", "counter", "Control clients disconnected: their unread answers passed the hard cap.");
+	custode_prom_add(p, "custode_control_overflow_disconnects_total", (double)cs.overflow_disconnects, NULL);
+	custode_prom_family(p, "custode_stream_follower_lost_total", "counter", "Records skipped for followers too slow to take them (each told {\"lost\": N}).");
+	custode_prom_add(p, "custode_stream_follower_lost_total", (double)cs.follower_lost, NULL);
 	custode_prom_family(p, "custode_stream_followers", "gauge", "Clients following the stream (custode events --follow).");
 	custode_prom_add(p, "custode_stream_followers", (double)followers, NULL);
 	custode_prom_family(p, "custode_runs_reaped_total", "counter", "Runs this daemon reaped because their cgroup was gone.");
@@ -746,6 +754,8 @@ static json_t *cmd_detach(const json_t *req, struct custode_refusal *why)
 static json_t *cmd_status(void)
 {
 	struct custode_stream_stats ss;
+	struct custode_control_stats cs;
+	json_t *st;
 	struct custode_stats es = {0};
 	struct custode_event_stats xs = {0};
 	size_t clients, followers;
@@ -767,7 +777,7 @@ static json_t *cmd_status(void)
 	custode_control_counts(&clients, &followers);
 	percpu_sum(V.stats_fd, sizeof(es), &es);
 	percpu_sum(V.estats_fd, sizeof(xs), &xs);
-	return json_pack("{s:{s:i, s:s, s:I, s:b}, s:{s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+	st = json_pack("{s:{s:i, s:s, s:I, s:b}, s:{s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
 			 "s:I, s:I}, s:{s:I, s:I}}",
 			 "daemon", "pid", (int)getpid(), "version", CUSTODE_VERSION, "started", (json_int_t)V.o.started,
 			 "resolver", V.o.resolver, "engine", "classes", (json_int_t)V.e->meta.classes, "events",
@@ -778,6 +788,15 @@ static json_t *cmd_status(void)
 			 (json_int_t)ss.sink_dropped[0], "file_dropped", (json_int_t)ss.sink_dropped[1], "file_rotations",
 			 (json_int_t)ss.file_rotations, "history", (json_int_t)ss.history, "control", "clients",
 			 (json_int_t)clients, "followers", (json_int_t)followers);
+	if (st) {
+		json_t *sj = json_object_get(st, "stream"), *cj = json_object_get(st, "control");
+
+		custode_control_stats(&cs);
+		json_object_set_new(sj, "file_reopens", json_integer((json_int_t)ss.file_reopens));
+		json_object_set_new(cj, "overflow_disconnects", json_integer((json_int_t)cs.overflow_disconnects));
+		json_object_set_new(cj, "follower_lost", json_integer((json_int_t)cs.follower_lost));
+	}
+	return st;
 }
 
 json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, struct custode_refusal *why)

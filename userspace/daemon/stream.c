@@ -19,6 +19,8 @@
 #include "util/reasons.h"
 
 #define MAX_FOLLOWERS 64
+#define MAX_CURSORS 64
+#define STALE_ROTATED_MAX 1000 /* FILE.(keep+1) .. left by a larger --events-file-keep: removed up to this many */
 #define SINK_QUEUE_MAX (4u << 20)
 #define RECONCILE_SLOTS 16384
 #define TICK_MS 1000
@@ -47,6 +49,14 @@ struct follower {
 	void *ctx;
 };
 
+/* A resumable replay of the history: the next position to offer, and what left the history before it got there. */
+struct cursor {
+	bool used;
+	struct custode_event_filter f;
+	uint64_t pos;
+	uint64_t lost;
+};
+
 /* Runs by cgroup id, remembered after they end: a run's last throttle summary comes after it. */
 struct known_run {
 	__u64 cgid, run_id;
@@ -72,9 +82,12 @@ static struct {
 	bool out_text, out_none;
 	int file_fd;
 	uint64_t file_size;
+	uint64_t file_torn; /* bytes of a line written only in part and not yet cut off again */
 	struct hist *hist;
 	size_t hist_head, hist_n;
+	uint64_t hist_seq; /* records ever kept: the position of the next one (the oldest kept is hist_seq - hist_n) */
 	struct follower fol[MAX_FOLLOWERS];
+	struct cursor cur[MAX_CURSORS];
 	struct reconcile *rec;
 	struct known_run *known;
 	uint64_t last_dropped;
@@ -211,13 +224,33 @@ static void stdout_open(void)
 static int file_open(void)
 {
 	struct stat st;
+	char last;
 
 	S.file_fd = open(S.o.file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (S.file_fd < 0)
 		return -errno;
-	S.file_size = fstat(S.file_fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+	S.file_torn = 0;
+	if (fstat(S.file_fd, &st) < 0)
+		memset(&st, 0, sizeof(st));
+	S.file_size = (uint64_t)st.st_size;
+	/*
+	 * A file that ends inside a line (a writer killed mid-line): end that
+	 * line first, so it stays one bad line and our first record a whole one.
+	 * The fd is write-only: read the last byte through a second open.
+	 */
+	if (S_ISREG(st.st_mode) && S.file_size) {
+		int rfd = open(S.o.file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+		if (rfd >= 0 && pread(rfd, &last, 1, (off_t)S.file_size - 1) == 1 && last != '\n' &&
+		    write(S.file_fd, "\n", 1) == 1)
+			S.file_size++;
+		if (rfd >= 0)
+			close(rfd);
+	}
 	return 0;
 }
+
+static bool file_untear(void);
 
 static void file_rotate(void)
 {
@@ -235,13 +268,86 @@ static void file_rotate(void)
 		rename(S.o.file, to);
 	else
 		unlink(S.o.file);
+	/*
+	 * FILE.(keep+1) and on: left by an earlier daemon with a larger
+	 * --events-file-keep. Nothing would ever rotate them away again.
+	 */
+	for (unsigned k = S.o.file_keep + 1; k <= S.o.file_keep + STALE_ROTATED_MAX; k++) {
+		snprintf(to, sizeof(to), "%s.%u", S.o.file, k);
+		if (unlink(to) < 0 && errno == ENOENT)
+			break;
+	}
 	S.st.file_rotations++;
 	file_open();
 }
 
+/*
+ * The events file renamed or removed under us (logrotate's default
+ * create mode, or someone's rm): lines would go on into a file nobody
+ * looks at, or into no file at all. Called from the tick: when the path no
+ * longer names the file we hold, open the path again (O_APPEND|O_CREAT,
+ * the same mode) and count it. logrotate's copytruncate is fine as it is:
+ * the file is written with O_APPEND, so after the truncation the next line
+ * lands at the new end (no hole of zeros); the size we track is taken from
+ * the file again here.
+ */
+static void file_check(void)
+{
+	struct stat fst, pst;
+
+	if (!S.o.file || S.file_fd < 0 || fstat(S.file_fd, &fst) < 0)
+		return;
+	if (stat(S.o.file, &pst) == 0) {
+		if (pst.st_dev == fst.st_dev && pst.st_ino == fst.st_ino) {
+			S.file_size = (uint64_t)fst.st_size; /* truncated (copytruncate) or written by others */
+			return;
+		}
+	} else if (errno != ENOENT && errno != ENOTDIR) {
+		return; /* can't tell now (EACCES, ELOOP, ...): keep the file we have */
+	}
+	file_untear(); /* the old file ends whole if it can; the new one starts clean */
+	S.file_torn = 0;
+	close(S.file_fd);
+	S.file_fd = -1;
+	S.st.file_reopens++;
+	file_open(); /* on failure file_write tries again for each line, and counts what it drops */
+}
+
+/*
+ * Cut the file back to where a line that could not be written whole began
+ * (its start: our offset, just past what was written, less that). A file
+ * that can't be cut (chattr +a) gets the line ended instead: one bad line,
+ * and the next record still a line of its own. true when nothing torn is
+ * left for a record to be glued to.
+ */
+static bool file_untear(void)
+{
+	off_t end;
+
+	if (!S.file_torn)
+		return true;
+	end = lseek(S.file_fd, 0, SEEK_CUR); /* O_APPEND: just past our last write */
+	if (end >= 0 && (uint64_t)end >= S.file_torn && ftruncate(S.file_fd, end - (off_t)S.file_torn) == 0) {
+		S.file_size = S.file_size > S.file_torn ? S.file_size - S.file_torn : 0;
+	} else if (write(S.file_fd, "\n", 1) == 1) {
+		S.file_size++;
+	} else {
+		return false; /* still full: the next line tries again, and is dropped until then */
+	}
+	S.file_torn = 0;
+	return true;
+}
+
 static void file_write(const char *line, size_t n)
 {
+	size_t done = 0;
+
 	if (S.file_fd < 0 && file_open() < 0) {
+		S.st.sink_dropped[1]++;
+		return;
+	}
+	/* a torn line the last write left that could not be cut then: no record goes after it */
+	if (!file_untear()) {
 		S.st.sink_dropped[1]++;
 		return;
 	}
@@ -251,21 +357,38 @@ static void file_write(const char *line, size_t n)
 		S.st.sink_dropped[1]++;
 		return;
 	}
-	while (n) {
-		ssize_t w = write(S.file_fd, line, n);
+	while (done < n) {
+		ssize_t w = write(S.file_fd, line + done, n - done);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
+			/*
+			 * A short write (disk full, a file size limit): part of the
+			 * line is in the file. Cut it off, or the next record would
+			 * be appended to it and both lines be lost to a reader.
+			 */
 			S.st.sink_dropped[1]++;
+			S.file_torn = done;
+			file_untear();
 			return;
 		}
 		S.file_size += (uint64_t)w;
-		line += w;
-		n -= (size_t)w;
+		done += (size_t)w;
 	}
 }
 
 /* ---- publishing ---- */
+
+/* A kept record at position pos leaves the history: a cursor that had not reached it and wanted it lost it. */
+static void cursors_evict(const struct hist *h, uint64_t pos)
+{
+	for (int i = 0; i < MAX_CURSORS; i++) {
+		struct cursor *c = &S.cur[i];
+
+		if (c->used && c->pos <= pos && custode_event_filter_match_meta(&c->f, h->run_id, h->reason, h->wall_ns))
+			c->lost++;
+	}
+}
 
 static void publish(json_t *ev)
 {
@@ -317,12 +440,14 @@ static void publish(json_t *ev)
 		struct hist *h = &S.hist[(S.hist_head + S.hist_n) % S.o.history];
 
 		if (S.hist_n == S.o.history) {
-			free(S.hist[S.hist_head].line);
 			h = &S.hist[S.hist_head];
+			cursors_evict(h, S.hist_seq - S.hist_n);
+			free(h->line);
 			S.hist_head = (S.hist_head + 1) % S.o.history;
 		} else {
 			S.hist_n++;
 		}
+		S.hist_seq++;
 		h->line = line;
 		h->len = len;
 		h->run_id = run_id;
@@ -344,6 +469,64 @@ size_t custode_stream_replay(const struct custode_event_filter *f, custode_strea
 		n++;
 	}
 	return n;
+}
+
+int custode_stream_cursor_open(const struct custode_event_filter *f)
+{
+	for (int i = 0; i < MAX_CURSORS; i++) {
+		if (S.cur[i].used)
+			continue;
+		memset(&S.cur[i], 0, sizeof(S.cur[i]));
+		S.cur[i].used = true;
+		if (f)
+			S.cur[i].f = *f;
+		S.cur[i].pos = S.hist_seq - S.hist_n;
+		return i;
+	}
+	return -ENOSPC;
+}
+
+static struct cursor *cursor_of(int h)
+{
+	return h >= 0 && h < MAX_CURSORS && S.cur[h].used ? &S.cur[h] : NULL;
+}
+
+bool custode_stream_cursor_next(int h, custode_stream_take_fn take, void *ctx, size_t *taken)
+{
+	struct cursor *c = cursor_of(h);
+	uint64_t first = S.hist_seq - S.hist_n;
+
+	if (!c)
+		return true;
+	if (c->pos < first) /* what it missed is counted already (cursors_evict) */
+		c->pos = first;
+	for (; c->pos < S.hist_seq; c->pos++) {
+		const struct hist *r = &S.hist[(S.hist_head + (size_t)(c->pos - first)) % S.o.history];
+
+		if (!custode_event_filter_match_meta(&c->f, r->run_id, r->reason, r->wall_ns))
+			continue;
+		if (!take(ctx, r->line, r->len))
+			return false; /* offered again next time */
+		if (taken)
+			(*taken)++;
+	}
+	return true;
+}
+
+uint64_t custode_stream_cursor_lost(int h)
+{
+	struct cursor *c = cursor_of(h);
+	uint64_t n = c ? c->lost : 0;
+
+	if (c)
+		c->lost = 0;
+	return n;
+}
+
+void custode_stream_cursor_close(int h)
+{
+	if (cursor_of(h))
+		S.cur[h].used = false;
 }
 
 int custode_stream_follow(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx)
@@ -640,9 +823,11 @@ static int tick(void *arg)
 
 	(void)arg;
 	S.boot_to_wall = custode_boot_to_wall_ns(); /* follows clock changes */
-	ring_buffer__consume(S.rb);
+	if (S.rb)
+		ring_buffer__consume(S.rb);
 	drops_check(false);
 	throttle_flush(window);
+	file_check();
 	return 0;
 }
 
@@ -724,6 +909,8 @@ void custode_stream_close(void)
 
 		bpf_map_update_elem(S.cfg_fd, &zero, &cfg, BPF_ANY);
 	}
+	if (S.file_fd >= 0)
+		file_untear();
 	for (size_t i = 0; i < S.hist_n; i++)
 		free(S.hist[(S.hist_head + i) % S.o.history].line);
 	free(S.hist);

@@ -42,6 +42,22 @@ typedef bool (*custode_stream_take_fn)(void *ctx, const char *line, size_t len);
 
 /* Replay the history through take (oldest first); returns how many matched. */
 size_t custode_stream_replay(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx);
+/*
+ * A replay that resumes: a reader that can't take the whole history at once
+ * (a client's queue is full) goes on where it stopped, and the history
+ * keeps moving meanwhile. A cursor starts at the oldest record kept
+ * (-ENOSPC when all are in use). _next passes the matching records it has
+ * not passed yet through take, oldest first, adding to *taken (may be
+ * NULL), until take returns false (that record is offered again next time:
+ * false) or it has passed the newest (true: caught up; a reader that goes
+ * on to follow calls custode_stream_follow now, before anything new comes).
+ * _lost: matching records that left the history before the cursor got to
+ * them, since the last call (a reader says so before its next record).
+ */
+int custode_stream_cursor_open(const struct custode_event_filter *f);
+bool custode_stream_cursor_next(int h, custode_stream_take_fn take, void *ctx, size_t *taken);
+uint64_t custode_stream_cursor_lost(int h);
+void custode_stream_cursor_close(int h);
 /* Follow new records; returns a handle for unfollow, or -ENOSPC. */
 int custode_stream_follow(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx);
 void custode_stream_unfollow(int handle);
@@ -59,6 +75,7 @@ struct custode_stream_stats {
 	uint64_t bad;              /* records of an unknown version or size */
 	uint64_t sink_dropped[2];  /* lines a slow or gone sink lost: [0] stdout, [1] file */
 	uint64_t file_rotations;
+	uint64_t file_reopens;     /* the events file was renamed or removed under us (logrotate): opened again */
 	size_t history, followers;
 };
 void custode_stream_stats(struct custode_stream_stats *out);

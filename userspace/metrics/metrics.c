@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -50,6 +51,8 @@ void custode_metrics_set_bundle(const char *policy, uint64_t version, int64_t no
 
 void custode_metrics_clear_bundle(const char *policy)
 {
+	if (!policy) /* as set_bundle: nothing to forget */
+		return;
 	pthread_mutex_lock(&B.lock);
 	for (int i = 0; i < MAX_BUNDLES; i++)
 		if (B.b[i].used && !strcmp(B.b[i].policy, policy))
@@ -266,8 +269,11 @@ char *custode_prom_render(const struct custode_prom *p)
 		for (size_t k = 0; k < f->n; k++) {
 			double v = f->s[k].value;
 
-			if (v != v)
+			/* the format's spellings: NaN, +Inf, -Inf (printf's "nan"/"inf" would fail the scrape) */
+			if (isnan(v))
 				put(&b, "%s%s NaN\n", f->name, f->s[k].labels);
+			else if (isinf(v))
+				put(&b, "%s%s %cInf\n", f->name, f->s[k].labels, v > 0 ? '+' : '-');
 			else if (v > -9007199254740992.0 && v < 9007199254740992.0 && v == (double)(long long)v)
 				put(&b, "%s%s %.0f\n", f->name, f->s[k].labels, v);
 			else
