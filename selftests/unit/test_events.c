@@ -676,3 +676,20 @@ Test(events, time_parse_range)
 	cr_assert_eq(custode_event_time_parse("1970-01-01T00:00:00Z", &ns), 0);
 	cr_assert_eq(ns, 0);
 }
+
+Test(events, format_dns_record)
+{
+	json_t *o = json_loads("{\"version\":2,\"type\":\"dns\",\"source\":\"resolver\","
+			       "\"time\":\"2026-01-01T00:00:00.000000Z\",\"run_id\":\"0123456789abcdef\","
+			       "\"policy\":{\"name\":\"builtin/net\"},\"reason\":\"dns.name.denied\",\"enforced\":true,"
+			       "\"dns\":{\"name\":\"evil\\ntest\",\"qtype\":\"AAAA\",\"proto\":\"udp\","
+			       "\"decision\":\"denied\",\"rcode\":5,\"addrs\":[],\"dropped\":0}}",
+			       0, NULL);
+	char line[512];
+
+	cr_assert_not_null(o);
+	custode_event_format(o, line, sizeof(line));
+	cr_assert_str_eq(line, "2026-01-01T00:00:00.000000Z run=0123456789abcdef policy=builtin/net dns "
+			       "dns.name.denied denied evil\\x0atest/AAAA");
+	json_decref(o);
+}

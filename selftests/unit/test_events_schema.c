@@ -724,6 +724,30 @@ Test(events_schema, dropped_record)
 	json_decref(s);
 }
 
+Test(events_schema, dns_record)
+{
+	/* the shape daemon.c's stream_decision writes (and the enricher may add policy.name) */
+	json_t *s = events_schema();
+	json_t *o = parse("{\"version\": 2, \"type\": \"dns\", \"source\": \"resolver\","
+			  " \"time\": \"2026-01-01T00:00:00.000000Z\", \"run_id\": \"0123456789abcdef\","
+			  " \"policy\": {\"name\": \"builtin/net\"}, \"reason\": \"dns.name.denied\", \"enforced\": true,"
+			  " \"dns\": {\"name\": \"evil.test\", \"qtype\": \"A\", \"proto\": \"udp\", \"decision\": \"denied\","
+			  " \"rcode\": 5, \"addrs\": [], \"dropped\": 0}}");
+
+	expect_valid(s, o, "dns record");
+	json_object_set_new(json_object_get(o, "policy"), "name", json_string(""));
+	expect_invalid(s, o, "empty policy name");
+	json_object_set_new(o, "policy", json_object());
+	expect_valid(s, o, "policy name unknown");
+	json_object_set_new(json_object_get(o, "dns"), "decision", json_string("allowed"));
+	expect_invalid(s, o, "answered queries are not records");
+	json_object_set_new(json_object_get(o, "dns"), "decision", json_string("filtered"));
+	json_object_del(json_object_get(o, "dns"), "addrs");
+	expect_invalid(s, o, "dns record without addrs");
+	json_decref(o);
+	json_decref(s);
+}
+
 Test(events_schema, version_1_record)
 {
 	json_t *s = events_schema(), *o;

@@ -31,6 +31,7 @@
 #include "dns/resolver.h"
 #include "dns/wire.h"
 #include "engine/engine.h"
+#include "events/events.h"
 #include "policy/net.h"
 #include "run/runstate.h"
 #include "util/fsutil.h"
@@ -222,6 +223,53 @@ struct logger {
 	bool verbose;
 };
 
+/* A JSON string of a name, or of its bytes in hex when it is not UTF-8 (never lost). */
+static json_t *name_json(const char *name)
+{
+	json_t *v = json_string(name);
+	char *hex;
+
+	if (v)
+		return v;
+	hex = malloc(strlen(name) * 2 + 5);
+	if (!hex)
+		return json_string("");
+	strcpy(hex, "hex:");
+	for (size_t i = 0; name[i]; i++)
+		sprintf(hex + 4 + 2 * i, "%02x", (unsigned char)name[i]);
+	v = json_string(hex);
+	free(hex);
+	return v;
+}
+
+/*
+ * A resolver denial (or filtered answer) as a stream record, type "dns"
+ * (docs/events.md): operators see DNS refusals next to the kernel's.
+ */
+static void stream_decision(const struct custode_resolver_decision *d)
+{
+	struct timespec ts;
+	char hex[17], when[64], a[64];
+	int reason = d->reason ? d->reason : CUSTODE_REASON_DNS_ANSWER_PRIVATE;
+	json_t *o, *addrs = json_array();
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	custode_event_time_format((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, when, sizeof(when));
+	custode_run_id_format(d->run_id, hex);
+	for (size_t i = 0; i < d->n_addrs; i++)
+		json_array_append_new(addrs, json_string(custode_addr_format(d->addrs[i], a, sizeof(a))));
+	o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:{}, s:s, s:b, s:{s:o, s:s, s:s, s:s, s:i, s:o, s:I}}", "version",
+		      CUSTODE_EVENT_VERSION, "type", "dns", "source", "resolver", "time", when, "run_id", hex, "policy",
+		      "reason", custode_reason_name(reason) ? custode_reason_name(reason) : "unknown", "enforced",
+		      d->enforced, "dns", "name", name_json(d->name), "qtype", d->type ? d->type : "",
+		      "proto", d->proto ? d->proto : "", "decision",
+		      d->reason && d->reason != CUSTODE_REASON_DNS_ANSWER_PRIVATE ? "denied" : "filtered", "rcode",
+		      (int)d->rcode, "addrs", addrs, "dropped", (json_int_t)d->dropped);
+	if (o && d->detail)
+		json_object_set_new(json_object_get(o, "dns"), "detail", json_string(d->detail));
+	custode_stream_inject(o);
+}
+
 static void log_decision(void *ctx, const struct custode_resolver_decision *d)
 {
 	struct logger *lg = ctx;
@@ -230,6 +278,8 @@ static void log_decision(void *ctx, const struct custode_resolver_decision *d)
 	struct timespec ts;
 	struct tm tm;
 
+	if (d->reason || d->dropped)
+		stream_decision(d);
 	if (!lg->verbose && !d->reason && !d->dropped)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);

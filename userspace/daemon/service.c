@@ -450,6 +450,10 @@ char *custode_service_metrics(void)
 	custode_prom_family(p, "custode_stream_sink_dropped_total", "counter", "Lines a slow or absent sink lost (never blocking).");
 	custode_prom_add(p, "custode_stream_sink_dropped_total", (double)ss.sink_dropped[0], "sink", "stdout", NULL);
 	custode_prom_add(p, "custode_stream_sink_dropped_total", (double)ss.sink_dropped[1], "sink", "file", NULL);
+	custode_prom_family(p, "custode_stream_resolver_records_total", "counter", "Resolver decisions (DNS denials, filtered answers) published in the stream.");
+	custode_prom_add(p, "custode_stream_resolver_records_total", (double)ss.injected, NULL);
+	custode_prom_family(p, "custode_stream_resolver_records_dropped_total", "counter", "Resolver decisions lost before the daemon's loop took them (its queue was full).");
+	custode_prom_add(p, "custode_stream_resolver_records_dropped_total", (double)ss.inject_dropped, NULL);
 	custode_prom_family(p, "custode_stream_file_reopens_total", "counter", "Times the events file was renamed or removed under the daemon (logrotate) and opened again.");
 	custode_prom_add(p, "custode_stream_file_reopens_total", (double)ss.file_reopens, NULL);
 	custode_control_stats(&cs);
@@ -793,6 +797,8 @@ static json_t *cmd_status(void)
 
 		custode_control_stats(&cs);
 		json_object_set_new(sj, "file_reopens", json_integer((json_int_t)ss.file_reopens));
+		json_object_set_new(sj, "resolver_records", json_integer((json_int_t)ss.injected));
+		json_object_set_new(sj, "resolver_records_dropped", json_integer((json_int_t)ss.inject_dropped));
 		json_object_set_new(cj, "overflow_disconnects", json_integer((json_int_t)cs.overflow_disconnects));
 		json_object_set_new(cj, "follower_lost", json_integer((json_int_t)cs.follower_lost));
 	}

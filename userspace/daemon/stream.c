@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -554,9 +556,101 @@ void custode_stream_set_policy(__u64 run_id, const char *name)
 	custode_event_enricher_set_policy(S.en, run_id, name);
 }
 
+/* ---- records from other threads ---- */
+
+#define INJECT_MAX 4096
+
+static struct {
+	pthread_mutex_t lock;
+	json_t *q[INJECT_MAX];
+	size_t head, n;
+	int efd;
+	uint64_t injected, dropped;
+} I = {.lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
+
+void custode_stream_inject(json_t *ev)
+{
+	uint64_t one = 1;
+	bool queued = false;
+
+	if (!ev)
+		return;
+	pthread_mutex_lock(&I.lock);
+	if (I.efd >= 0 && I.n < INJECT_MAX) {
+		I.q[(I.head + I.n++) % INJECT_MAX] = ev;
+		queued = true;
+		(void)!write(I.efd, &one, sizeof(one));
+	} else if (I.efd >= 0) {
+		I.dropped++;
+	}
+	pthread_mutex_unlock(&I.lock);
+	if (!queued)
+		json_decref(ev);
+}
+
+static int inject_ready(void *arg, uint32_t revents)
+{
+	json_t *batch[256];
+	uint64_t v;
+	size_t n;
+
+	(void)arg;
+	(void)revents;
+	(void)!read(I.efd, &v, sizeof(v));
+	do {
+		pthread_mutex_lock(&I.lock);
+		for (n = 0; n < sizeof(batch) / sizeof(batch[0]) && I.n; n++) {
+			batch[n] = I.q[I.head];
+			I.head = (I.head + 1) % INJECT_MAX;
+			I.n--;
+		}
+		I.injected += n;
+		pthread_mutex_unlock(&I.lock);
+		for (size_t i = 0; i < n; i++) {
+			custode_event_enrich(S.en, batch[i]);
+			publish(batch[i]);
+			json_decref(batch[i]);
+		}
+	} while (n == sizeof(batch) / sizeof(batch[0]));
+	return 0;
+}
+
+static int inject_open(void)
+{
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	pthread_mutex_lock(&I.lock);
+	I.efd = fd;
+	pthread_mutex_unlock(&I.lock);
+	err = custode_loop_add(fd, EPOLLIN, inject_ready, NULL);
+	return err < 0 ? err : 0;
+}
+
+static void inject_close(void)
+{
+	pthread_mutex_lock(&I.lock);
+	if (I.efd >= 0) {
+		custode_loop_del(I.efd);
+		close(I.efd);
+	}
+	I.efd = -1;
+	while (I.n) {
+		json_decref(I.q[I.head]);
+		I.head = (I.head + 1) % INJECT_MAX;
+		I.n--;
+	}
+	pthread_mutex_unlock(&I.lock);
+}
+
 void custode_stream_stats(struct custode_stream_stats *out)
 {
 	*out = S.st;
+	pthread_mutex_lock(&I.lock);
+	out->injected = I.injected;
+	out->inject_dropped = I.dropped;
+	pthread_mutex_unlock(&I.lock);
 	out->sink_dropped[0] = S.out.dropped;
 	out->history = S.hist_n;
 	out->followers = 0;
@@ -885,13 +979,14 @@ int custode_stream_open(const struct custode_stream_opts *o, struct custode_refu
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "map the ring buffer: %s",
 				      strerror(errno));
 	if ((err = custode_loop_add(ring_buffer__epoll_fd(S.rb), EPOLLIN, rb_ready, NULL)) ||
-	    (err = custode_loop_timer(TICK_MS, tick, NULL)) < 0)
+	    (err = custode_loop_timer(TICK_MS, tick, NULL)) < 0 || (err = inject_open()) < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	return 0;
 }
 
 void custode_stream_close(void)
 {
+	inject_close();
 	if (S.rb) {
 		ring_buffer__consume(S.rb);
 		ring_buffer__free(S.rb);

@@ -67,6 +67,13 @@ void custode_stream_note_run(__u64 cgid, __u64 run_id, __u32 version);
 /* The daemon learned a run's policy name (attach): used for its records. */
 void custode_stream_set_policy(__u64 run_id, const char *name);
 
+/*
+ * A record made by another thread (the resolver's decisions): queued under a
+ * lock and published by the event loop like any other. Takes the reference.
+ * Never blocks: past the queue's bound the record is dropped and counted.
+ */
+void custode_stream_inject(json_t *ev);
+
 struct custode_stream_stats {
 	uint64_t records;          /* decision records published */
 	uint64_t throttle_records; /* throttle records published (kernel and daemon) */
@@ -76,6 +83,8 @@ struct custode_stream_stats {
 	uint64_t sink_dropped[2];  /* lines a slow or gone sink lost: [0] stdout, [1] file */
 	uint64_t file_rotations;
 	uint64_t file_reopens;     /* the events file was renamed or removed under us (logrotate): opened again */
+	uint64_t injected;         /* records from other threads published (resolver decisions) */
+	uint64_t inject_dropped;   /* and lost because the loop had not taken the previous ones yet */
 	size_t history, followers;
 };
 void custode_stream_stats(struct custode_stream_stats *out);

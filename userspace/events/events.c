@@ -362,9 +362,11 @@ int custode_event_format(const json_t *ev, char *out, size_t len)
 	size_t i;
 	json_t *a;
 
-	if (json_object_get(pol, "name"))
+	if (json_object_get(pol, "name") && json_object_get(pol, "version"))
 		snprintf(policy, sizeof(policy), " policy=%s@%lld", safe(jstr(pol, "name")),
 			 (long long)json_integer_value(json_object_get(pol, "version")));
+	else if (json_object_get(pol, "name"))
+		snprintf(policy, sizeof(policy), " policy=%s", safe(jstr(pol, "name")));
 	if (!strcmp(type, "throttle")) {
 		const json_t *t = json_object_get(ev, "throttle");
 		return snprintf(out, len, "%s run=%s%s throttled %lld %s (%s, %lld suppressed in all)%s", jstr(ev, "time"),
@@ -372,6 +374,14 @@ int custode_event_format(const json_t *ev, char *out, size_t len)
 				jstr(ev, "reason"), json_is_string(json_object_get(ev, "source")) ? jstr(ev, "source") : "kernel",
 				(long long)json_integer_value(json_object_get(t, "total")),
 				json_is_true(json_object_get(ev, "enforced")) ? "" : " (audit)");
+	}
+	if (!strcmp(type, "dns")) {
+		const json_t *d = json_object_get(ev, "dns");
+		const char *detail = jstr(d, "detail");
+
+		return snprintf(out, len, "%s run=%s%s dns %s %s %s/%s%s%s%s", jstr(ev, "time"), jstr(ev, "run_id"), policy,
+				jstr(ev, "reason"), jstr(d, "decision"), safe(jstr(d, "name")), jstr(d, "qtype"),
+				detail[0] ? " (" : "", detail[0] ? safe(detail) : "", detail[0] ? ")" : "");
 	}
 	if (!strcmp(type, "dropped"))
 		return snprintf(out, len, "%s %lld records dropped (ring buffer full; %lld since the engine loaded)",
