@@ -10,7 +10,7 @@
 #include "custode/types.h"
 #include "custode/reasons.h"
 
-#define CUSTODE_ABI_VERSION 1
+#define CUSTODE_ABI_VERSION 2 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED */
 
 /* bpffs layout of the pinned engine */
 #define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"

@@ -119,3 +119,95 @@ KTEST(daemon_control_refuses_non_root_peer)
 	df_stop_pid(&f.pid, SIGTERM);
 	ASSERT_TRUE(access(CUSTODE_CONTROL_SOCKET, F_OK) < 0, "the socket is removed at exit");
 }
+
+/* In a child that first moves itself into cgroup cg (as root): send line, read the answer. */
+static bool peer_in(const char *cg, const char *line, char *answer, size_t len)
+{
+	int pfd[2];
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe(pfd) < 0)
+		return false;
+	pid = fork();
+	if (pid == 0) {
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		char buf[4096], procs[PATH_MAX + 16], me[32];
+		int s, k = 0, fd;
+		ssize_t r;
+
+		close(pfd[0]);
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		fd = open(procs, O_WRONLY);
+		if (fd < 0 || write(fd, me, strlen(me)) < 0)
+			_exit(3);
+		close(fd);
+		strcpy(sa.sun_path, CUSTODE_CONTROL_SOCKET);
+		s = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			k = snprintf(buf, sizeof(buf), "connect: %s", strerror(errno));
+			(void)!write(pfd[1], buf, (size_t)k);
+			_exit(0);
+		}
+		signal(SIGPIPE, SIG_IGN);
+		(void)!write(s, line, strlen(line));
+		shutdown(s, SHUT_WR);
+		while ((r = read(s, buf + k, sizeof(buf) - 1 - (size_t)k)) > 0)
+			k += (int)r;
+		(void)!write(pfd[1], buf, (size_t)k);
+		_exit(0);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], answer, len - 1);
+	answer[n > 0 ? n : 0] = 0;
+	close(pfd[0]);
+	waitpid(pid, NULL, 0);
+	return n > 0;
+}
+
+KTEST(daemon_control_refuses_a_peer_inside_a_run)
+{
+	struct dfix f;
+	char cg[PATH_MAX], other[PATH_MAX + 8], rid[17] = "", line[128], answer[4096];
+	json_t *resp, *run;
+
+	ktest_need_lsm();
+	cg[0] = 0;
+	if (!df_setup(&f) || !ASSERT_TRUE(df_daemon_start(&f, NULL), "daemon"))
+		return;
+	snprintf(cg, sizeof(cg), "%s/ktest-ctlpeer-%d", f.cgmount, (int)getpid());
+	snprintf(other, sizeof(other), "%s-out", cg);
+	if (!ASSERT_TRUE(df_cg_make(cg) && df_cg_make(other), "cgroups"))
+		goto out;
+	/* net-only: no file class, so nothing but the daemon's own check stands between root and the socket */
+	resp = df_call(json_pack("{s:s, s:s, s:s}", "cmd", "attach", "cgroup", cg, "profile", "net-only"));
+	if (!ASSERT_TRUE(resp != NULL, "attach"))
+		goto out;
+	snprintf(rid, sizeof(rid), "%s", json_string_value(json_object_get(json_object_get(resp, "run"), "run_id")));
+	json_decref(resp);
+	snprintf(line, sizeof(line), "{\"cmd\":\"detach\",\"run_id\":\"%s\"}\n", rid);
+	/* control: root in a cgroup outside every run is served */
+	ASSERT_TRUE(peer_in(other, "{\"cmd\":\"ping\"}\n", answer, sizeof(answer)), "root outside every run");
+	ASSERT_CONTAINS(answer, "\"ok\":true", "served");
+	/* root inside the run: refused, and its run stays */
+	ASSERT_TRUE(peer_in(cg, line, answer, sizeof(answer)), "root inside the run");
+	ASSERT_CONTAINS(answer, "\"reason\":\"daemon.peer\"", "refused: daemon.peer");
+	ASSERT_CONTAINS(answer, rid, "naming the run");
+	run = df_run(rid);
+	ASSERT_TRUE(run != NULL, "the run is still attached");
+	json_decref(run);
+	/* the same request from outside works */
+	resp = df_call(json_pack("{s:s, s:s}", "cmd", "detach", "run_id", rid));
+	if (ASSERT_TRUE(resp != NULL, "detach from outside"))
+		rid[0] = 0;
+	json_decref(resp);
+out:
+	if (rid[0])
+		json_decref(df_call(json_pack("{s:s, s:s}", "cmd", "detach", "run_id", rid)));
+	if (cg[0]) {
+		df_cg_remove(cg);
+		df_cg_remove(other);
+	}
+	df_stop_pid(&f.pid, SIGTERM);
+}

@@ -924,8 +924,20 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 
 		if ((need & ~e->meta.classes)) {
 			custode_engine_close(e);
-			if ((err = custode_host_prepare(e, why)) || (err = custode_engine_open(e, need, CUSTODE_ENGINE_LOAD, why)))
+			if ((err = custode_host_prepare(e, why)) || (err = custode_engine_open(e, need, CUSTODE_ENGINE_LOAD, why))) {
+				/*
+				 * The daemon's one engine handle must survive a refused load
+				 * (e.g. kernel.lsm_unavailable): reopen what is pinned, or
+				 * detach, runs and the reaper would lose the engine.
+				 */
+				struct custode_refusal w = {0};
+
+				custode_engine_close(e);
+				if (custode_host_prepare(e, &w) || custode_engine_open(e, 0, 0, &w))
+					fprintf(stderr, "custode daemon: attach: reopening the engine after a refused load: %s: %s\n",
+						custode_reason_name(w.reason), w.detail);
 				goto out;
+			}
 		}
 	}
 	if ((err = gates_fd(why)) < 0)
@@ -1064,9 +1076,7 @@ static int attached_drop(struct custode_engine *e, __u64 cgid, const struct cust
 {
 	int err;
 
-	if (final && custode_engine_get_counters(e, cgid, final) < 0)
-		memset(final, 0, sizeof(*final));
-	err = custode_engine_unregister(e, cgid);
+	err = custode_engine_unregister_final(e, cgid, final);
 	gates_sync(e, NULL);
 	custode_engine_delete_ruleset(e, run->ruleset);
 	custode_engine_delete_net_ruleset(e, run->ruleset);

@@ -60,6 +60,7 @@ static struct {
 	void *ctx;
 	struct client c[MAX_CLIENTS];
 	struct custode_control_stats st;
+	int (*peer_check)(int pid, struct custode_refusal *why);
 } C = {.fd = -1};
 
 static int client_event(void *arg, uint32_t revents);
@@ -570,8 +571,18 @@ static int accept_event(void *arg, uint32_t revents)
 			client_error(cl, &why);
 			cl->closing = true;
 			client_flush(cl);
+		} else if (C.peer_check && C.peer_check(cred.pid, &why) < 0) {
+			/* root inside a run (an attached unit or pod) must not detach itself */
+			client_error(cl, &why);
+			cl->closing = true;
+			client_flush(cl);
 		}
 	}
+}
+
+void custode_control_set_peer_check(int (*fn)(int pid, struct custode_refusal *why))
+{
+	C.peer_check = fn;
 }
 
 int custode_control_listen(const char *path, custode_control_handler fn, void *ctx, struct custode_refusal *why)

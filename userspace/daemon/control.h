@@ -70,6 +70,11 @@ typedef json_t *(*custode_control_handler)(void *ctx, const char *cmd, const jso
  * are skipped for it and counted. No client ever makes the daemon wait.
  */
 int custode_control_listen(const char *path, custode_control_handler fn, void *ctx, struct custode_refusal *why);
+/*
+ * A further check of a root peer by pid (the daemon: refuse processes inside
+ * a run): < 0 and why filled to refuse it (daemon.peer). NULL: none.
+ */
+void custode_control_set_peer_check(int (*fn)(int pid, struct custode_refusal *why));
 void custode_control_shutdown(void);
 /* Connected clients, and followers of the stream among them. */
 void custode_control_counts(size_t *clients, size_t *followers);

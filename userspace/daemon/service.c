@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -633,6 +634,59 @@ static int open_map(const char *name)
 	return bpf_obj_get(path);
 }
 
+/*
+ * Control peers inside a run are refused: root in an attached unit or pod
+ * must not detach its own run. The peer's cgroup (from /proc/PID/cgroup) and
+ * each ancestor are looked up among the registered runs; anything below
+ * custode's own root is a launched run (or an unregistered cgroup).
+ */
+static int peer_check(int pid, struct custode_refusal *why)
+{
+	char p[64], *text = NULL, *line, cg[PATH_MAX];
+	struct custode_run run;
+	struct stat st;
+	size_t root_len = strlen(V.e->cg_root);
+	int err;
+
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
+	if ((err = custode_read_file(p, 1 << 16, &text, NULL)) < 0)
+		return custode_refuse(why, -err, CUSTODE_REASON_DAEMON_PEER, "peer pid %d: its cgroup is unknown (%s)", pid,
+				      strerror(-err));
+	line = strstr(text, "0::");
+	if (!line || (line != text && line[-1] != '\n')) {
+		free(text);
+		return custode_refuse(why, ENOENT, CUSTODE_REASON_DAEMON_PEER, "peer pid %d: no cgroup v2 entry", pid);
+	}
+	line += 3;
+	line[strcspn(line, "\n")] = 0;
+	if (snprintf(cg, sizeof(cg), "%s%s", V.e->cg_mount, strcmp(line, "/") ? line : "") >= (int)sizeof(cg)) {
+		free(text);
+		return custode_refuse(why, ENAMETOOLONG, CUSTODE_REASON_DAEMON_PEER, "peer pid %d: cgroup path too long", pid);
+	}
+	free(text);
+	if (!strncmp(cg, V.e->cg_root, root_len) && (cg[root_len] == '/' || !cg[root_len]))
+		return custode_refuse(why, EPERM, CUSTODE_REASON_DAEMON_PEER,
+				      "peer pid %d is below custode's cgroup root (%s): runs may not drive the daemon", pid, cg);
+	for (;;) {
+		char *slash;
+
+		if (stat(cg, &st) == 0 && custode_engine_get_run(V.e, (__u64)st.st_ino, &run) == 0) {
+			char hex[17];
+
+			custode_run_id_format(run.run_id, hex);
+			return custode_refuse(why, EPERM, CUSTODE_REASON_DAEMON_PEER,
+					      "peer pid %d is inside run %s (%s): runs may not drive the daemon", pid, hex, cg);
+		}
+		if (strlen(cg) <= strlen(V.e->cg_mount))
+			break;
+		slash = strrchr(cg, '/');
+		if (!slash)
+			break;
+		*slash = 0;
+	}
+	return 0;
+}
+
 int custode_service_start(struct custode_engine *e, const struct custode_service_opts *o, struct custode_refusal *why)
 {
 	int err;
@@ -641,6 +695,7 @@ int custode_service_start(struct custode_engine *e, const struct custode_service
 	V.o = *o;
 	if (!V.o.metrics_interval)
 		V.o.metrics_interval = 15;
+	custode_control_set_peer_check(peer_check);
 	V.stats_fd = open_map("custode_stats");
 	V.estats_fd = open_map("custode_event_stats");
 	V.dnsc_fd = open_map("custode_dns_counters");

@@ -862,6 +862,21 @@ int custode_engine_unregister(struct custode_engine *e, __u64 cgid)
 	return err;
 }
 
+int custode_engine_unregister_final(struct custode_engine *e, __u64 cgid, struct custode_counters *final)
+{
+	int err = 0;
+
+	/* the run first: from here on no hook counts for it, so the counters read next are its last */
+	if (bpf_map_delete_elem(e->runs_fd, &cgid) < 0 && errno != ENOENT)
+		err = -errno;
+	custode_engine_bump_fs_gen(e);
+	if (final && custode_engine_get_counters(e, cgid, final) < 0)
+		memset(final, 0, sizeof(*final));
+	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)
+		err = -errno;
+	return err;
+}
+
 int custode_engine_get_run(struct custode_engine *e, __u64 cgid, struct custode_run *out)
 {
 	return bpf_map_lookup_elem(e->runs_fd, &cgid, out) ? -errno : 0;

@@ -82,6 +82,8 @@ int custode_engine_bump_fs_gen(struct custode_engine *e);
 
 int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run);
 int custode_engine_unregister(struct custode_engine *e, __u64 cgid);
+/* Unregister, then read the run's final counters (none can be added after the run is gone), then delete them. */
+int custode_engine_unregister_final(struct custode_engine *e, __u64 cgid, struct custode_counters *final);
 int custode_engine_get_run(struct custode_engine *e, __u64 cgid, struct custode_run *out);
 int custode_engine_set_run(struct custode_engine *e, __u64 cgid, const struct custode_run *run);
 int custode_engine_get_counters(struct custode_engine *e, __u64 cgid, struct custode_counters *out);
