@@ -411,7 +411,7 @@ static int gates_sync(struct custode_engine *e, struct custode_refusal *why)
 {
 	struct custode_gates cur, p1, p2;
 	struct custode_gate_want *want;
-	size_t n_keys, n = 0;
+	size_t n_keys, n = 0, unresolved = 0;
 	__u64 *keys;
 	__u32 zero = 0;
 	int fd, err;
@@ -419,7 +419,7 @@ static int gates_sync(struct custode_engine *e, struct custode_refusal *why)
 	if ((fd = gates_fd(why)) < 0)
 		return fd;
 	keys = runs_keys(e, &n_keys);
-	want = calloc(CUSTODE_MAX_RUNS, sizeof(*want));
+	want = calloc(CUSTODE_MAX_RUNS + CUSTODE_MAX_GATES * CUSTODE_GATE_LEVELS, sizeof(*want));
 	if (!keys || !want) {
 		err = custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
 		goto out;
@@ -431,6 +431,8 @@ static int gates_sync(struct custode_engine *e, struct custode_refusal *why)
 			continue;
 		if (attached_want(e, keys[i], &run, &want[n]) == 0)
 			n++;
+		else
+			unresolved++;
 	}
 	memset(&cur, 0, sizeof(cur));
 	if (bpf_map_lookup_elem(fd, &zero, &cur) < 0) {
@@ -438,6 +440,18 @@ static int gates_sync(struct custode_engine *e, struct custode_refusal *why)
 				     strerror(errno));
 		goto out;
 	}
+	/*
+	 * A registered attached run whose gate can't be worked out (no state
+	 * file and no path for its id) may still hold processes: fail closed,
+	 * keep every gate bit there is and only add.
+	 */
+	if (unresolved)
+		for (int k = 0; k < CUSTODE_MAX_GATES; k++)
+			for (int b = 0; cur.gate[k].id && b < CUSTODE_GATE_LEVELS; b++)
+				if ((cur.gate[k].levels >> b) & 1) {
+					want[n].gate_id = cur.gate[k].id;
+					want[n++].level_bit = b;
+				}
 	if ((err = custode_gates_plan(&cur, want, n, &p1, &p2))) {
 		err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_MAP_FULL,
 				     "attached runs lie below more than %d distinct cgroups at custode's root level",
