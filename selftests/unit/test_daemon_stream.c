@@ -10,9 +10,17 @@
  * non-blocking stdout sink (a full pipe never blocks the daemon, loss is
  * counted per line, nothing is lost or torn that was not counted), the
  * history (and cursors that resume a replay) and followers with their
- * filters, and the reconciliation of kernel throttle records.
+ * filters, and the reconciliation of kernel throttle records (the kernel's
+ * throttle map faked: stream.c's map calls are renamed for this file only).
  */
+#define bpf_map_get_next_key fake_map_get_next_key
+#define bpf_map_lookup_elem fake_map_lookup_elem
 #include "daemon/stream.c"
+#undef bpf_map_get_next_key
+#undef bpf_map_lookup_elem
+/* libbpf's own (their declarations in bpf.h were renamed above): the fakes pass other maps' fds on */
+int bpf_map_get_next_key(int fd, const void *key, void *next_key);
+int bpf_map_lookup_elem(int fd, const void *key, void *value);
 
 #include <dirent.h>
 #include <signal.h>
@@ -994,4 +1002,458 @@ void custode_test_stream_publish(unsigned seq, const char *reason, size_t size)
 
 	publish(o);
 	json_decref(o);
+}
+
+/* ---- a fake kernel throttle map (LRU hash): entries in insertion order ---- */
+
+#define FAKE_MAX 40000
+
+static struct fake_entry {
+	struct custode_throttle_key k;
+	struct custode_throttle v;
+	bool live;
+} *fake;
+static size_t fake_n, fake_cursor;
+static int fake_fd = -1;
+static long fake_fail_after = -1; /* get_next_key fails (EIO) after this many keys; -1 never */
+static long fake_calls;
+
+static bool fake_key_eq(const struct custode_throttle_key *a, const struct custode_throttle_key *b)
+{
+	return a->run_cgid == b->run_cgid && a->reason == b->reason;
+}
+
+static struct fake_entry *fake_find(const struct custode_throttle_key *k)
+{
+	if (fake_cursor < fake_n && fake[fake_cursor].live && fake_key_eq(&fake[fake_cursor].k, k))
+		return &fake[fake_cursor];
+	for (size_t i = 0; i < fake_n; i++)
+		if (fake[i].live && fake_key_eq(&fake[i].k, k))
+			return &fake[i];
+	return NULL;
+}
+
+/* As the kernel's hash map: no prev, or a prev that is gone, starts from the first key. */
+int fake_map_get_next_key(int fd, const void *key, void *next_key)
+{
+	const struct custode_throttle_key *prev = key;
+	struct fake_entry *e;
+	size_t i = 0;
+
+	if (fd != fake_fd)
+		return bpf_map_get_next_key(fd, key, next_key);
+	if (fake_fail_after >= 0 && fake_calls++ >= fake_fail_after) {
+		errno = EIO;
+		return -EIO;
+	}
+	if (prev && (e = fake_find(prev)))
+		i = (size_t)(e - fake) + 1;
+	for (; i < fake_n; i++) {
+		if (fake[i].live) {
+			fake_cursor = i;
+			memcpy(next_key, &fake[i].k, sizeof(fake[i].k));
+			return 0;
+		}
+	}
+	errno = ENOENT;
+	return -ENOENT;
+}
+
+int fake_map_lookup_elem(int fd, const void *key, void *value)
+{
+	struct fake_entry *e;
+
+	if (fd != fake_fd)
+		return bpf_map_lookup_elem(fd, key, value);
+	if (!(e = fake_find(key))) {
+		errno = ENOENT;
+		return -ENOENT;
+	}
+	memcpy(value, &e->v, sizeof(e->v));
+	return 0;
+}
+
+/* The fake map as S.throttle_fd (a real fd: custode_stream_close closes it). */
+static void fake_open(void)
+{
+	fake = calloc(FAKE_MAX, sizeof(*fake));
+	cr_assert_not_null(fake);
+	fake_n = fake_cursor = 0;
+	fake_fail_after = -1;
+	fake_calls = 0;
+	fake_fd = S.throttle_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fake_fd, 0);
+}
+
+static void fake_close(void)
+{
+	custode_stream_close();
+	fake_fd = -1;
+	free(fake);
+	fake = NULL;
+}
+
+/* A kernel entry whose window is long over (started at boot). */
+static struct fake_entry *fake_put(__u64 cgid, __u32 reason, __u64 suppressed)
+{
+	struct custode_throttle_key k = {.run_cgid = cgid, .reason = reason};
+	struct fake_entry *e = fake_find(&k);
+
+	if (!e) {
+		cr_assert_lt(fake_n, FAKE_MAX);
+		e = &fake[fake_n++];
+		e->k = k;
+		e->live = true;
+	}
+	e->v.suppressed = suppressed;
+	e->v.window_start_ns = 0;
+	return e;
+}
+
+/* Evicted (or gone with its run). */
+static void fake_del(__u64 cgid, __u32 reason)
+{
+	struct custode_throttle_key k = {.run_cgid = cgid, .reason = reason};
+	struct fake_entry *e = fake_find(&k);
+
+	if (e)
+		e->live = false;
+}
+
+static void fake_clear(void)
+{
+	fake_n = fake_cursor = 0;
+}
+
+#define READ_DENIED CUSTODE_REASON_FILE_READ_DENIED
+#define WRITE_DENIED CUSTODE_REASON_FILE_WRITE_DENIED
+
+/* Every used slot reachable from its home through used slots (no hole a lookup would stop at); the count right. */
+static void rec_check_table(void)
+{
+	size_t used = 0;
+
+	for (size_t i = 0; i < RECONCILE_SLOTS; i++) {
+		if (!S.rec[i].used)
+			continue;
+		used++;
+		for (size_t j = rec_home(S.rec[i].run_cgid, S.rec[i].reason); j != i; j = (j + 1) & RECONCILE_MASK)
+			cr_assert(S.rec[j].used, "slot %zu (home %zu) cut off by the empty slot %zu", i,
+				  rec_home(S.rec[i].run_cgid, S.rec[i].reason), j);
+		cr_assert_eq(rec_slot(S.rec[i].run_cgid, S.rec[i].reason, false), &S.rec[i]);
+	}
+	cr_assert_eq(used, S.rec_used);
+}
+
+/*
+ * BUG (stream.c, throttle_flush): a slot was made for every entry of the
+ * kernel's throttle map, and the kernel makes one for the first denial of
+ * every (run, reason), throttled or not. Past 16,384 pairs the table was
+ * full: a pair that then had denials suppressed got no slot, and the
+ * summary of its quiet window was never written.
+ */
+Test(stream_throttle, entries_without_suppressed_denials_take_no_slot)
+{
+	setup(NULL, 0, 0, 16);
+	fake_open();
+	for (__u64 i = 0; i < 20000; i++)
+		fake_put(1000 + i, READ_DENIED, 0);
+	throttle_baseline();
+	cr_expect_eq(S.rec_used, 0, "the baseline made no slot for them");
+	throttle_flush(1);
+	cr_expect_eq(S.rec_used, 0, "nor did a flush");
+	cr_expect_eq(S.st.throttle_records, 0);
+	/* a pair with suppressed denials, after all of those: its quiet window is summarised */
+	fake_put(999999, READ_DENIED, 7);
+	throttle_flush(1);
+	cr_expect_eq(S.st.throttle_records, 1);
+	cr_expect_eq(S.st.throttled, 7);
+	cr_expect_eq(S.rec_used, 1);
+	throttle_flush(1);
+	cr_expect_eq(S.st.throttle_records, 1, "said once");
+	fake_close();
+}
+
+/*
+ * BUG (stream.c, rec_slot): slots were never freed. Entries come and go
+ * (runs end, the LRU evicts): after 16,384 pairs in a daemon's life no new
+ * pair got a slot. A slot whose kernel entry a complete pass did not see
+ * is freed now; the others keep what was said (nothing said twice).
+ */
+Test(stream_throttle, slots_of_gone_entries_are_freed)
+{
+	const unsigned rounds = 20, per = 1000;
+	__u64 cgid = 1;
+
+	setup(NULL, 0, 0, 16);
+	fake_open();
+	for (unsigned r = 0; r < rounds; r++) {
+		fake_clear(); /* the previous round's runs ended */
+		for (unsigned i = 0; i < per; i++)
+			fake_put(cgid++, i % 2 ? READ_DENIED : WRITE_DENIED, 3);
+		throttle_flush(1);
+		cr_assert_eq(S.st.throttle_records, (uint64_t)(r + 1) * per, "round %u: every pair summarised", r);
+		cr_assert_eq(S.rec_used, per, "round %u: the previous round's slots are gone", r);
+		throttle_flush(1);
+		cr_assert_eq(S.st.throttle_records, (uint64_t)(r + 1) * per, "round %u: nothing said twice", r);
+	}
+	cr_expect_eq(S.st.throttled, (uint64_t)rounds * per * 3);
+	rec_check_table();
+	/* entries that stay keep their slots and their totals: only what is new is said */
+	fake_put(cgid - 1, READ_DENIED, 5);
+	throttle_flush(1);
+	cr_expect_eq(S.st.throttle_records, (uint64_t)rounds * per + 1);
+	cr_expect_eq(S.st.throttled, (uint64_t)rounds * per * 3 + 2);
+	fake_clear();
+	throttle_flush(1);
+	cr_expect_eq(S.rec_used, 0);
+	fake_close();
+}
+
+/* A pass cut short (an error, or a walk the kernel kept restarting) frees nothing: it did not see everything. */
+Test(stream_throttle, cut_pass_frees_nothing)
+{
+	setup(NULL, 0, 0, 16);
+	fake_open();
+	for (__u64 i = 1; i <= 10; i++)
+		fake_put(i, READ_DENIED, 2);
+	throttle_flush(1);
+	cr_assert_eq(S.rec_used, 10);
+	cr_assert_eq(S.st.throttle_records, 10);
+	fake_fail_after = 3; /* the walk ends in EIO after 3 keys */
+	fake_calls = 0;
+	throttle_flush(1);
+	cr_expect_eq(S.rec_used, 10, "the slots of the keys it did not get to stay");
+	cr_expect_eq(S.st.throttle_records, 10, "and nothing was said again");
+	fake_fail_after = -1;
+	throttle_flush(1);
+	cr_expect_eq(S.rec_used, 10);
+	cr_expect_eq(S.st.throttle_records, 10);
+	fake_del(4, READ_DENIED);
+	throttle_flush(1);
+	cr_expect_eq(S.rec_used, 9);
+	cr_expect_null(rec_slot(4, READ_DENIED, false));
+	fake_close();
+}
+
+/*
+ * Freeing slots in the middle of a probe cluster (and one that wraps past
+ * the table's end) leaves every other slot reachable with its total.
+ */
+Test(stream_throttle, removal_keeps_probing_correct)
+{
+	const size_t home = RECONCILE_SLOTS - 6;
+	__u64 keys[64];
+	size_t n = 0;
+
+	setup(NULL, 0, 0, 0);
+	/* pairs whose home is home .. home+2: one cluster of 64 across the end of the table */
+	for (__u64 c = 1; n < 64 && c < (1ull << 32); c++) {
+		size_t h = rec_home(c, READ_DENIED);
+
+		if (h == home || h == home + 1 || (n > 40 && h == home + 2))
+			keys[n++] = c;
+	}
+	cr_assert_eq(n, 64);
+	for (size_t i = 0; i < n; i++) {
+		struct reconcile *r = rec_slot(keys[i], READ_DENIED, true);
+
+		cr_assert_not_null(r);
+		r->total = 1000 + i;
+	}
+	cr_assert(S.rec[0].used && S.rec[40].used, "the cluster wraps");
+	rec_check_table();
+	/* a pass that saw every third pair */
+	S.rec_pass++;
+	for (size_t i = 0; i < n; i += 3)
+		rec_slot(keys[i], READ_DENIED, false)->pass = S.rec_pass;
+	rec_sweep();
+	rec_check_table();
+	cr_expect_eq(S.rec_used, (n + 2) / 3);
+	for (size_t i = 0; i < n; i++) {
+		struct reconcile *r = rec_slot(keys[i], READ_DENIED, false);
+
+		if (i % 3) {
+			cr_expect_null(r, "pair %zu freed", i);
+		} else {
+			cr_assert_not_null(r, "pair %zu kept", i);
+			cr_expect_eq(r->total, 1000 + i);
+		}
+	}
+	custode_stream_close();
+}
+
+/* At most 3/4 of the table is used: a lookup always ends; a pair past that is reported as the kernel says. */
+Test(stream_throttle, load_factor_bounded)
+{
+	size_t made = 0;
+	struct taken t = {0};
+
+	setup(NULL, 0, 0, 16);
+	for (__u64 c = 100000; c < 100000 + RECONCILE_SLOTS; c++)
+		made += rec_slot(c, READ_DENIED, true) != NULL;
+	cr_expect_eq(made, RECONCILE_MAX);
+	cr_expect_eq(S.rec_used, RECONCILE_MAX);
+	cr_expect_null(rec_slot(1, READ_DENIED, false));
+	cr_expect_not_null(rec_slot(100000, READ_DENIED, false));
+	rec_check_table();
+	kernel_throttle(4, 9); /* a new pair (cgroup 4242): no slot, published as it is */
+	cr_expect_eq(custode_stream_replay(NULL, take_count, &t), 1);
+	cr_expect_eq(t.seq[0], 4);
+	custode_stream_close();
+}
+
+/* An entry evicted and made again between two passes: its suppressed count starts over, and is reported. */
+Test(stream_throttle, restarted_entry_reported_from_zero)
+{
+	struct reconcile *r;
+
+	setup(NULL, 0, 0, 16);
+	fake_open();
+	fake_put(7, READ_DENIED, 100);
+	throttle_flush(1);
+	cr_assert_eq(S.st.throttled, 100);
+	fake_put(7, READ_DENIED, 5); /* the new entry */
+	throttle_flush(1);
+	cr_expect_eq(S.st.throttle_records, 2);
+	cr_expect_eq(S.st.throttled, 105);
+	r = rec_slot(7, READ_DENIED, false);
+	cr_assert_not_null(r);
+	cr_expect_eq(r->total, 5);
+	fake_close();
+}
+
+/*
+ * A kernel record for a pair without a slot (its earlier records came
+ * before this daemon, or its slot was freed with an earlier entry): the
+ * kernel's count is what it had not reported, the total covers more.
+ */
+Test(stream_throttle, kernel_record_without_a_slot_keeps_its_count)
+{
+	struct taken t = {0};
+
+	setup(NULL, 0, 0, 16);
+	kernel_throttle(4, 10);
+	kernel_throttle(2, 12);
+	cr_expect_eq(custode_stream_replay(NULL, take_count, &t), 2);
+	cr_expect(t.seq[0] == 4 && t.seq[1] == 2, "counts %d %d", t.seq[0], t.seq[1]);
+	cr_expect_eq(S.st.throttled, 6);
+	custode_stream_close();
+}
+
+/* ---- the events file: never through a link, never a FIFO ---- */
+
+/*
+ * BUG (stream.c, file_open): the events file was opened (and opened again
+ * after every rotation or logrotate) with O_CREAT but without O_NOFOLLOW:
+ * a symbolic link put at the path had root append records to any file.
+ */
+Test(stream_file, symlink_at_the_path_refused)
+{
+	char victim[160];
+	int seqs[8];
+
+	tmpdir();
+	snprintf(victim, sizeof(victim), "%s/victim", tdir);
+	cr_assert_eq(close(open(victim, O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
+	cr_assert_eq(symlink(victim, tfile), 0);
+	setup(NULL, 1u << 20, 2, 0);
+	S.o.file = tfile;
+	cr_expect_eq(file_open(), -ELOOP, "refused at start");
+	cr_expect_not_null(strstr(file_open_strerror(ELOOP), "symbolic link"));
+	pub(0, 100);
+	cr_expect_eq(S.st.sink_dropped[1], 1, "the line is counted as lost");
+	cr_expect_eq(size_of(victim), 0, "nothing went through the link");
+
+	/* a regular file, then a link put in its place: the reopen refuses it too */
+	cr_assert_eq(unlink(tfile), 0);
+	pub(1, 100);
+	cr_expect_eq(S.st.sink_dropped[1], 1);
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
+	cr_assert_eq(unlink(tfile), 0);
+	cr_assert_eq(symlink(victim, tfile), 0);
+	tick(NULL);
+	cr_expect_eq(S.st.file_reopens, 1);
+	pub(2, 100);
+	pub(3, 100);
+	cr_expect_eq(S.st.sink_dropped[1], 3);
+	cr_expect_eq(size_of(victim), 0, "nothing went through the link");
+	/* the link gone: the next line opens the file again */
+	cr_assert_eq(unlink(tfile), 0);
+	pub(4, 100);
+	cr_expect_eq(S.st.sink_dropped[1], 3);
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
+	cr_expect_eq(seqs[0], 4);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+/*
+ * BUG (stream.c, file_open): a FIFO at the path held the loop in open(2)
+ * until a reader came (and one that came got the records). Without the
+ * fix this test runs into its timeout.
+ */
+Test(stream_file, fifo_at_the_path_refused_without_waiting, .timeout = 10)
+{
+	char buf[256];
+	int rfd, seqs[8];
+	double t0;
+
+	tmpdir();
+	cr_assert_eq(mkfifo(tfile, 0600), 0);
+	setup(NULL, 1u << 20, 2, 0);
+	S.o.file = tfile;
+	t0 = now_s();
+	cr_expect_lt(file_open(), 0, "no reader: refused at once");
+	/* a reader: the open succeeds, the file type does not */
+	rfd = open(tfile, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	cr_assert_geq(rfd, 0);
+	cr_expect_eq(file_open(), -EINVAL);
+	cr_expect_not_null(strstr(file_open_strerror(EINVAL), "not a regular file"));
+	pub(0, 100);
+	cr_expect_eq(S.st.sink_dropped[1], 1);
+	cr_expect_leq(read(rfd, buf, sizeof(buf)), 0, "the reader got nothing");
+	close(rfd);
+	cr_expect_lt(now_s() - t0, 2.0);
+
+	/* a FIFO put in place of the file: the reopen refuses it, lines are counted, nothing waits */
+	cr_assert_eq(unlink(tfile), 0);
+	pub(1, 100);
+	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
+	cr_assert_eq(unlink(tfile), 0);
+	cr_assert_eq(mkfifo(tfile, 0600), 0);
+	t0 = now_s();
+	tick(NULL);
+	cr_expect_eq(S.st.file_reopens, 1);
+	pub(2, 100);
+	cr_expect_eq(S.st.sink_dropped[1], 2);
+	cr_expect_lt(now_s() - t0, 2.0);
+	custode_stream_close();
+	rm_tmpdir();
+}
+
+Test(stream_file, shared_directory_noticed)
+{
+	char dir[PATH_MAX], file[200];
+	mode_t mode;
+
+	tmpdir();
+	snprintf(file, sizeof(file), "%s/events.jsonl", tdir);
+	cr_assert_eq(chmod(tdir, 0700), 0);
+	cr_expect_not(file_dir_shared(file, dir, sizeof(dir), &mode));
+	cr_expect_str_eq(dir, tdir);
+	cr_assert_eq(chmod(tdir, 0777), 0);
+	cr_expect(file_dir_shared(file, dir, sizeof(dir), &mode), "world-writable");
+	cr_expect_eq(mode, 0777);
+	cr_assert_eq(chmod(tdir, 0770), 0);
+	cr_expect(file_dir_shared(file, dir, sizeof(dir), &mode), "group-writable");
+	cr_assert_eq(chmod(tdir, 01777), 0);
+	cr_expect_not(file_dir_shared(file, dir, sizeof(dir), &mode), "sticky, as /tmp");
+	cr_assert_eq(chmod(tdir, 0755), 0);
+	cr_expect_not(file_dir_shared(file, dir, sizeof(dir), &mode));
+	file_dir_shared("events.jsonl", dir, sizeof(dir), &mode);
+	cr_expect_str_eq(dir, ".");
+	file_dir_shared("/events.jsonl", dir, sizeof(dir), &mode);
+	cr_expect_str_eq(dir, "/");
+	rm_tmpdir();
 }

@@ -176,3 +176,127 @@ Test(exe_identity_parse, hostile_mountinfo)
 		free(big);
 	}
 }
+
+/* ---- custode_proc_exe (userspace/events/enrich.c): the identity through /proc/PID/exe ---- */
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+
+#include "events/events.h"
+#include "util/fsutil.h"
+
+/* The kernel's s_dev (MKDEV: major << 20 | minor) of a stat's st_dev. */
+static __u64 kdev(dev_t d)
+{
+	return (__u64)major(d) << 20 | minor(d);
+}
+
+Test(proc_exe, this_process_matches_stat_of_the_binary)
+{
+	char path[4096];
+	struct stat st, self;
+	__u64 dev = 0, ino = 0, sdev = 0, sino = 0;
+
+	cr_assert_eq(custode_proc_exe(getpid(), &dev, &ino, path, sizeof(path)), 0);
+	cr_assert_eq(stat(path, &st), 0, "%s", path);
+	cr_assert_eq(stat("/proc/self/exe", &self), 0);
+	cr_expect_eq(ino, (__u64)st.st_ino);
+	cr_expect_eq(dev, kdev(st.st_dev), "dev %llx, stat says %llx", (unsigned long long)dev,
+		     (unsigned long long)kdev(st.st_dev));
+	cr_expect(st.st_dev == self.st_dev && st.st_ino == self.st_ino, "the path names the running binary");
+	/* and the daemon's own identity (engine/self.c) agrees */
+	cr_assert_eq(custode_self_exe_identity(&sdev, &sino), 0);
+	cr_expect(sdev == dev && sino == ino);
+	/* a path that does not fit is refused, not cut */
+	cr_expect_eq(custode_proc_exe(getpid(), &dev, &ino, path, 2), -ENAMETOOLONG);
+	cr_expect_neq(custode_proc_exe(0x7ffffff0, &dev, &ino, path, sizeof(path)), 0, "no such process");
+}
+
+/*
+ * BUG (enrich.c, custode_proc_exe): /proc/PID/exe was opened O_RDONLY, an
+ * open of the executable on its file system. On FUSE (served by a process,
+ * perhaps the confined one) or a dead hard NFS mount that open can wait
+ * forever, and with it the daemon's one event loop. An O_PATH fd opens
+ * nothing: the file system is never asked, and no open event (inotify
+ * IN_OPEN, fanotify FAN_OPEN_PERM: a permission event would wait for its
+ * listener) is made. The exe here is a copy of a small binary, so nobody
+ * else opens it while we watch.
+ */
+Test(proc_exe, does_not_open_the_executable)
+{
+	static const char *const tmps[] = {"/tmp", "/var/tmp", "."};
+	char dir[256] = "", copy[300], path[4096], got[4096], buf[4096];
+	const char *src = access("/bin/sleep", X_OK) == 0 ? "/bin/sleep" : "/usr/bin/sleep";
+	__u64 dev = 0, ino = 0;
+	struct stat st;
+	pid_t child = -1;
+	int in, wd;
+
+	for (size_t i = 0; i < sizeof(tmps) / sizeof(tmps[0]) && child < 0; i++) {
+		char *text = NULL;
+		size_t len = 0;
+		int fd, status;
+
+		snprintf(dir, sizeof(dir), "%s/custode-exe-XXXXXX", tmps[i]);
+		if (!mkdtemp(dir))
+			continue;
+		snprintf(copy, sizeof(copy), "%s/sleeper", dir);
+		cr_assert_eq(custode_read_file(src, 64u << 20, &text, &len), 0, "%s", src);
+		fd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(write(fd, text, len), (ssize_t)len);
+		close(fd);
+		free(text);
+		child = fork();
+		cr_assert_geq(child, 0);
+		if (child == 0) {
+			execl(copy, "sleeper", "30", (char *)NULL);
+			_exit(127);
+		}
+		/* exec'd once /proc/CHILD/exe names the copy (a noexec /tmp: try the next place) */
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)child);
+		for (int t = 0; t < 500; t++) {
+			ssize_t n = readlink(path, got, sizeof(got) - 1);
+
+			if (n > 0 && (got[n] = 0, !strcmp(got, copy)))
+				break;
+			if (waitpid(child, &status, WNOHANG) == child) {
+				child = -1;
+				break;
+			}
+			usleep(10000);
+		}
+		if (child < 0) {
+			unlink(copy);
+			rmdir(dir);
+		}
+	}
+	if (child < 0)
+		cr_skip_test("no place to run a copy of %s", src);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	cr_assert_geq(in, 0);
+	wd = inotify_add_watch(in, copy, IN_OPEN | IN_ACCESS | IN_CLOSE);
+	cr_assert_geq(wd, 0);
+
+	cr_assert_eq(custode_proc_exe((int)child, &dev, &ino, got, sizeof(got)), 0);
+	cr_expect_str_eq(got, copy);
+	cr_assert_eq(stat(copy, &st), 0);
+	cr_expect_eq(ino, (__u64)st.st_ino);
+	cr_expect_eq(dev, kdev(st.st_dev));
+	errno = 0;
+	cr_expect_eq(read(in, buf, sizeof(buf)), -1, "the executable was opened (an inotify event)");
+	cr_expect_eq(errno, EAGAIN);
+
+	close(in);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	unlink(copy);
+	rmdir(dir);
+}

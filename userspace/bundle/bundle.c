@@ -188,22 +188,34 @@ out:
 	return err;
 }
 
-/* Read at most CUSTODE_BUNDLE_MAX_BYTES of a regular file; bundle.too_large past it. */
+/*
+ * Read at most CUSTODE_BUNDLE_MAX_BYTES of a regular file; bundle.too_large
+ * past it. The daemon reads recorded bundle paths again from its event loop
+ * (runs listing): an open that waits (a FIFO put at the path waits for a
+ * writer) would stop it. O_NONBLOCK makes that open return at once, and
+ * anything but a regular file is refused before a read. Symbolic links are
+ * followed on purpose: Kubernetes ConfigMap and Secret volumes present
+ * every file as one (NAME -> ..data/NAME).
+ */
 static int read_bundle_file(const char *path, char **out, size_t *out_len, struct custode_refusal *why)
 {
 	size_t cap = CUSTODE_BUNDLE_MAX_BYTES + 1, len = 0;
 	struct stat st;
 	char *buf;
-	int fd;
+	int fd, fl;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return REFUSE(why, errno, MALFORMED, "%s: %s", path, strerror(errno));
+	errno = 0;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		int e = errno;
 		close(fd);
 		return REFUSE(why, e ? e : EINVAL, MALFORMED, "%s: not a regular file", path);
 	}
+	/* a regular file: reads as usual from here on */
+	if ((fl = fcntl(fd, F_GETFL)) >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	if (st.st_size > (off_t)CUSTODE_BUNDLE_MAX_BYTES) {
 		close(fd);
 		return REFUSE(why, E2BIG, TOO_LARGE, "%s: %lld bytes, more than %u", path, (long long)st.st_size,

@@ -24,7 +24,18 @@
 #define MAX_CURSORS 64
 #define STALE_ROTATED_MAX 1000 /* FILE.(keep+1) .. left by a larger --events-file-keep: removed up to this many */
 #define SINK_QUEUE_MAX (4u << 20)
-#define RECONCILE_SLOTS 16384
+/*
+ * The reconcile table: open addressing, twice the kernel throttle map's
+ * entries, never more than 3/4 used (a new pair past that is reported as
+ * the kernel says). Only pairs with suppressed denials have a slot, and a
+ * slot goes when its kernel entry does.
+ */
+#define RECONCILE_SLOTS (2 * CUSTODE_MAX_THROTTLE)
+#define RECONCILE_MAX (RECONCILE_SLOTS / 4 * 3)
+#define RECONCILE_MASK ((size_t)RECONCILE_SLOTS - 1)
+_Static_assert((RECONCILE_SLOTS & (RECONCILE_SLOTS - 1)) == 0, "RECONCILE_SLOTS is a power of two");
+/* keys a flush pass may go through (the kernel restarts a walk whose last key went): past it, the pass is cut */
+#define THROTTLE_PASS_MAX (4 * CUSTODE_MAX_THROTTLE)
 #define TICK_MS 1000
 
 /* A non-blocking output: a bounded queue, flushed when the fd is writable. */
@@ -72,6 +83,7 @@ struct reconcile {
 	__u32 reason;
 	bool used;
 	__u64 total;
+	uint64_t pass; /* the last pass over the kernel map that saw the pair's entry */
 };
 
 static struct {
@@ -91,6 +103,8 @@ static struct {
 	struct follower fol[MAX_FOLLOWERS];
 	struct cursor cur[MAX_CURSORS];
 	struct reconcile *rec;
+	size_t rec_used;
+	uint64_t rec_pass;
 	struct known_run *known;
 	uint64_t last_dropped;
 	int ncpu;
@@ -223,33 +237,90 @@ static void stdout_open(void)
 	fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
 }
 
+/*
+ * Open (or create, 0600) the events file: a regular file only. The daemon
+ * is root and the path is opened again after every rotation: a symbolic
+ * link put there (in a directory others can write) would have root append
+ * to any file, and a FIFO would hold the loop in open(2) until a reader
+ * came. O_NOFOLLOW refuses the link (ELOOP), O_NONBLOCK makes the open of a
+ * FIFO or device return at once, and fstat refuses what is not a regular
+ * file (-EINVAL). 0 or -errno.
+ */
 static int file_open(void)
 {
-	struct stat st;
+	struct stat st, rst;
 	char last;
+	int fd, fl, e = 0;
 
-	S.file_fd = open(S.o.file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (S.file_fd < 0)
+	fd = open(S.o.file, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0)
+		e = errno;
+	else if (!S_ISREG(st.st_mode))
+		e = EINVAL;
+	if (e) {
+		close(fd);
+		return -e;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK); /* a regular file: plain writes from here on */
+	S.file_fd = fd;
 	S.file_torn = 0;
-	if (fstat(S.file_fd, &st) < 0)
-		memset(&st, 0, sizeof(st));
 	S.file_size = (uint64_t)st.st_size;
 	/*
 	 * A file that ends inside a line (a writer killed mid-line): end that
 	 * line first, so it stays one bad line and our first record a whole one.
-	 * The fd is write-only: read the last byte through a second open.
+	 * The fd is write-only: read the last byte through a second open, of
+	 * the same file only.
 	 */
-	if (S_ISREG(st.st_mode) && S.file_size) {
-		int rfd = open(S.o.file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (S.file_size) {
+		int rfd = open(S.o.file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
-		if (rfd >= 0 && pread(rfd, &last, 1, (off_t)S.file_size - 1) == 1 && last != '\n' &&
-		    write(S.file_fd, "\n", 1) == 1)
+		if (rfd >= 0 && fstat(rfd, &rst) == 0 && rst.st_dev == st.st_dev && rst.st_ino == st.st_ino &&
+		    pread(rfd, &last, 1, (off_t)S.file_size - 1) == 1 && last != '\n' && write(S.file_fd, "\n", 1) == 1)
 			S.file_size++;
 		if (rfd >= 0)
 			close(rfd);
 	}
 	return 0;
+}
+
+/* Why file_open refused, for a person. */
+static const char *file_open_strerror(int err)
+{
+	switch (err) {
+	case ELOOP:
+		return "a symbolic link (refused: the events file is opened only as a regular file, never through a link)";
+	case EINVAL:
+	case ENXIO:
+		return "not a regular file (refused)";
+	default:
+		return strerror(err);
+	}
+}
+
+/*
+ * The events file's directory, writable by group or others without the
+ * sticky bit: whoever can write there can replace the file (root then
+ * writes into what they put there; links and FIFOs are refused, but lines
+ * go to a file of theirs or are lost). dir gets the directory's name.
+ */
+static bool file_dir_shared(const char *file, char *dir, size_t len, mode_t *mode)
+{
+	const char *slash = strrchr(file, '/');
+	struct stat st;
+
+	if (!slash)
+		snprintf(dir, len, ".");
+	else if (slash == file)
+		snprintf(dir, len, "/");
+	else
+		snprintf(dir, len, "%.*s", (int)(slash - file), file);
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return false;
+	*mode = st.st_mode & 07777;
+	return (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX);
 }
 
 static bool file_untear(void);
@@ -660,26 +731,99 @@ void custode_stream_stats(struct custode_stream_stats *out)
 
 /* ---- throttle records: kernel and daemon, reconciled by the monotonic totals ---- */
 
+/* A pair's home slot: the whole key mixed (cgroup ids are close together, reasons small). */
+static size_t rec_home(__u64 cgid, __u32 reason)
+{
+	__u64 x = cgid ^ ((__u64)reason * 0x9e3779b97f4a7c15ull);
+
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return (size_t)x & RECONCILE_MASK;
+}
+
+/*
+ * A pair's slot (linear probing), made when create and the table is below
+ * RECONCILE_MAX. At most 3/4 used: a probe always ends at an empty slot,
+ * after a few steps.
+ */
 static struct reconcile *rec_slot(__u64 cgid, __u32 reason, bool create)
 {
-	size_t h = (size_t)((cgid * 0x9e3779b97f4a7c15ull) ^ reason) % RECONCILE_SLOTS;
+	size_t i = rec_home(cgid, reason);
 
-	for (size_t i = 0; i < RECONCILE_SLOTS; i++) {
-		struct reconcile *r = &S.rec[(h + i) % RECONCILE_SLOTS];
+	for (size_t n = 0; n < RECONCILE_SLOTS; n++, i = (i + 1) & RECONCILE_MASK) {
+		struct reconcile *r = &S.rec[i];
 
 		if (r->used && r->run_cgid == cgid && r->reason == reason)
 			return r;
 		if (!r->used) {
-			if (!create)
-				return NULL;
+			if (!create || S.rec_used >= RECONCILE_MAX)
+				return NULL; /* full: report as the kernel says */
 			r->used = true;
 			r->run_cgid = cgid;
 			r->reason = reason;
 			r->total = 0;
+			r->pass = S.rec_pass;
+			S.rec_used++;
 			return r;
 		}
 	}
-	return NULL; /* full: report as the kernel says */
+	return NULL;
+}
+
+/*
+ * Free slot i, moving later slots of its cluster back into the gap where
+ * their probe allows (no tombstones: every used slot stays reachable from
+ * its home through used slots only).
+ */
+static void rec_remove(size_t i)
+{
+	size_t j = i;
+
+	S.rec_used--;
+	for (;;) {
+		S.rec[i].used = false;
+		for (;;) {
+			size_t k;
+
+			j = (j + 1) & RECONCILE_MASK;
+			if (!S.rec[j].used)
+				return;
+			k = rec_home(S.rec[j].run_cgid, S.rec[j].reason);
+			/* j stays where it is when its home lies in (i, j] */
+			if (((j - k) & RECONCILE_MASK) < ((j - i) & RECONCILE_MASK))
+				continue;
+			break;
+		}
+		S.rec[i] = S.rec[j];
+		i = j;
+	}
+}
+
+/*
+ * After a complete pass over the kernel map: the slots of pairs whose entry
+ * it did not see (evicted, or gone with their run) are freed. The walk
+ * starts after an empty slot: removals move slots back within their cluster
+ * only, so a moved slot is one the walk has still to look at (the current
+ * position is looked at again).
+ */
+static void rec_sweep(void)
+{
+	size_t start = 0, i;
+
+	while (start < RECONCILE_SLOTS && S.rec[start].used)
+		start++;
+	if (start == RECONCILE_SLOTS)
+		return; /* never: at most 3/4 used */
+	i = (start + 1) & RECONCILE_MASK;
+	while (i != start) {
+		if (S.rec[i].used && S.rec[i].pass != S.rec_pass)
+			rec_remove(i);
+		else
+			i = (i + 1) & RECONCILE_MASK;
+	}
 }
 
 /*
@@ -693,7 +837,8 @@ static bool reconcile_kernel(json_t *ev)
 	__u64 cgid = (__u64)json_integer_value(json_object_get(t, "run_cgid"));
 	__u64 total = (__u64)json_integer_value(json_object_get(t, "total"));
 	int reason = custode_reason_from_name(json_string_value(json_object_get(ev, "reason")));
-	struct reconcile *r = reason >= 0 ? rec_slot(cgid, (__u32)reason, true) : NULL;
+	struct reconcile *r = reason >= 0 ? rec_slot(cgid, (__u32)reason, false) : NULL;
+	bool fresh = false;
 	__u64 count;
 
 	{
@@ -704,9 +849,15 @@ static bool reconcile_kernel(json_t *ev)
 			custode_stream_note_run(cgid, id,
 						(__u32)json_integer_value(json_object_get(json_object_get(ev, "policy"), "version")));
 	}
+	if (!r && reason >= 0)
+		fresh = (r = rec_slot(cgid, (__u32)reason, true)) != NULL;
 	if (!r)
 		return true;
-	if (total < r->total) /* the kernel's entry was evicted and started again */
+	/*
+	 * Nothing said about this entry yet (a new slot), or the kernel's entry
+	 * was evicted and started again: what the kernel had not reported.
+	 */
+	if (fresh || total < r->total)
 		count = (__u64)json_integer_value(json_object_get(t, "count"));
 	else
 		count = total - r->total;
@@ -780,13 +931,21 @@ static void throttle_flush(uint64_t window_ns)
 	struct custode_throttle val;
 	struct timespec bt;
 	void *prev = NULL;
+	size_t keys = 0;
 	__u64 now;
+	int err;
 
 	if (S.throttle_fd < 0)
 		return;
 	clock_gettime(CLOCK_BOOTTIME, &bt);
 	now = (__u64)bt.tv_sec * 1000000000ull + (__u64)bt.tv_nsec;
-	while (bpf_map_get_next_key(S.throttle_fd, prev, &next) == 0) {
+	S.rec_pass++;
+	/*
+	 * The kernel makes an entry for the first denial of every (run,
+	 * reason); only those with suppressed denials need a slot. Each entry
+	 * seen marks its slot for this pass; after a complete pass the rest go.
+	 */
+	while ((err = bpf_map_get_next_key(S.throttle_fd, prev, &next)) == 0 && keys++ < THROTTLE_PASS_MAX) {
 		struct reconcile *r;
 		char when[64], since[64], hex[17];
 		__u32 version;
@@ -797,8 +956,13 @@ static void throttle_flush(uint64_t window_ns)
 		prev = &key;
 		if (bpf_map_lookup_elem(S.throttle_fd, &key, &val) < 0)
 			continue;
-		r = rec_slot(key.run_cgid, key.reason, true);
-		if (!r || val.suppressed <= r->total || now - val.window_start_ns < window_ns)
+		r = rec_slot(key.run_cgid, key.reason, val.suppressed > 0);
+		if (!r)
+			continue;
+		r->pass = S.rec_pass;
+		if (val.suppressed < r->total)
+			r->total = 0; /* suppressed only grows: the entry was evicted and made again since */
+		if (val.suppressed <= r->total || now - val.window_start_ns < window_ns)
 			continue;
 		run_id = run_id_of(key.run_cgid, &version);
 		custode_run_id_format(run_id, hex);
@@ -819,6 +983,8 @@ static void throttle_flush(uint64_t window_ns)
 			json_decref(ev);
 		}
 	}
+	if (err == -ENOENT) /* the whole map was seen (not cut by an error or endless restarts) */
+		rec_sweep();
 }
 
 /* Start from what the kernel holds: what happened before this daemon is not reported again. */
@@ -827,15 +993,18 @@ static void throttle_baseline(void)
 	struct custode_throttle_key key, next;
 	struct custode_throttle val;
 	void *prev = NULL;
+	size_t keys = 0;
 
 	if (S.throttle_fd < 0)
 		return;
-	while (bpf_map_get_next_key(S.throttle_fd, prev, &next) == 0) {
+	while (bpf_map_get_next_key(S.throttle_fd, prev, &next) == 0 && keys++ < THROTTLE_PASS_MAX) {
 		struct reconcile *r;
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(S.throttle_fd, &key, &val) == 0 && (r = rec_slot(key.run_cgid, key.reason, true)))
+		/* an entry with nothing suppressed needs no slot: a new slot's total is 0 */
+		if (bpf_map_lookup_elem(S.throttle_fd, &key, &val) == 0 && val.suppressed &&
+		    (r = rec_slot(key.run_cgid, key.reason, true)))
 			r->total = val.suppressed;
 	}
 }
@@ -967,9 +1136,19 @@ int custode_stream_open(const struct custode_stream_opts *o, struct custode_refu
 		cfg.flags = S.o.no_throttle ? CUSTODE_EVENT_CFG_NO_THROTTLE : 0;
 		bpf_map_update_elem(S.cfg_fd, &zero, &cfg, BPF_ANY);
 	}
-	if (S.o.file && (err = file_open()) < 0)
-		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "--events-file %s: %s", S.o.file,
-				      strerror(-err));
+	if (S.o.file) {
+		char dir[PATH_MAX];
+		mode_t mode = 0;
+
+		if (file_dir_shared(S.o.file, dir, sizeof(dir), &mode))
+			fprintf(stderr,
+				"custode: daemon: warning: --events-file %s: its directory %s (mode %04o) can be written by "
+				"group or others without the sticky bit: they can replace the file\n",
+				S.o.file, dir, (unsigned)mode);
+		if ((err = file_open()) < 0)
+			return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "--events-file %s: %s", S.o.file,
+					      file_open_strerror(-err));
+	}
 	stdout_open();
 	S.boot_to_wall = custode_boot_to_wall_ns();
 	throttle_baseline();

@@ -66,7 +66,7 @@ int custode_self_exe_identity(__u64 *dev, __u64 *ino)
 	char path[64], *fdinfo = NULL, *mountinfo = NULL;
 	int fd, err;
 
-	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	fd = open("/proc/self/exe", O_PATH | O_CLOEXEC); /* identity only: never an open of the file (enrich.c) */
 	if (fd < 0)
 		return -errno;
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);

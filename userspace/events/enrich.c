@@ -98,7 +98,15 @@ int custode_proc_exe(int pid, __u64 *dev, __u64 *ino, char *path, size_t len)
 	int fd, err;
 
 	snprintf(p, sizeof(p), "/proc/%d/exe", pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
+	/*
+	 * O_PATH: a reference to the file, never an open of it (no ->open, no
+	 * fsnotify open event). An open for reading would go to the file
+	 * system: one served by a process (FUSE, possibly the very one we
+	 * report on) or a dead hard NFS mount could hold the event loop there
+	 * for good. The fd's link and fdinfo (mnt_id, ino) are all we use, and
+	 * the kernel gives both for an O_PATH fd.
+	 */
+	fd = open(p, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	/* the path of the file this fd holds: no race with an exec in between */
