@@ -911,7 +911,14 @@ Test(stream_history, stats_count_decisions)
 
 /* ---- kernel throttle records ---- */
 
+static void kernel_throttle_at(uint64_t count, uint64_t total, uint64_t boot_ns);
+
 static void kernel_throttle(uint64_t count, uint64_t total)
+{
+	kernel_throttle_at(count, total, 1000);
+}
+
+static void kernel_throttle_at(uint64_t count, uint64_t total, uint64_t boot_ns)
 {
 	struct custode_event ev;
 
@@ -923,7 +930,7 @@ static void kernel_throttle(uint64_t count, uint64_t total)
 	ev.flags = CUSTODE_EVENT_ENFORCED | CUSTODE_EVENT_THROTTLE;
 	ev.object = CUSTODE_OBJECT_THROTTLE;
 	ev.run_id = 0x77;
-	ev.boot_ns = 1000;
+	ev.boot_ns = boot_ns;
 	ev.obj.throttle.count = count;
 	ev.obj.throttle.total = total;
 	ev.obj.throttle.since_ns = 500;
@@ -1456,4 +1463,30 @@ Test(stream_file, shared_directory_noticed)
 	file_dir_shared("/events.jsonl", dir, sizeof(dir), &mode);
 	cr_expect_str_eq(dir, "/");
 	rm_tmpdir();
+}
+
+Test(stream_throttle, record_from_before_the_restart_is_covered_by_the_baseline)
+{
+	/*
+	 * The last daemon reported up to 100 and stopped; the kernel's rollover
+	 * record (total 100) was still in the ring buffer; 50 more were
+	 * suppressed. This daemon's baseline holds 150: the stale record is not
+	 * an eviction and is not published again.
+	 */
+	struct taken t = {0};
+	struct reconcile *r;
+
+	setup(NULL, 0, 0, 16);
+	S.baseline_boot_ns = 2000;
+	r = rec_slot(4242, CUSTODE_REASON_FILE_READ_DENIED, true);
+	cr_assert_not_null(r);
+	r->total = 150;
+	kernel_throttle_at(100, 100, 1000);
+	cr_expect_eq(custode_stream_replay(NULL, take_count, &t), 0, "a stale record is not published");
+	cr_expect_eq(r->total, 150, "and does not lower the total");
+	/* after the baseline, a lower total is an eviction: the kernel's own count */
+	kernel_throttle_at(7, 7, 3000);
+	cr_expect_eq(custode_stream_replay(NULL, take_count, &t), 1);
+	cr_expect_eq(t.seq[0], 7);
+	custode_stream_close();
 }

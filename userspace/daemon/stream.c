@@ -107,6 +107,7 @@ static struct {
 	uint64_t rec_pass;
 	struct known_run *known;
 	uint64_t last_dropped;
+	__u64 baseline_boot_ns; /* CLOCK_BOOTTIME of throttle_baseline: kernel records older than it are covered by it */
 	int ncpu;
 	struct custode_stream_stats st;
 } S = {.events_fd = -1, .throttle_fd = -1, .stats_fd = -1, .runs_fd = -1, .cfg_fd = -1, .file_fd = -1};
@@ -854,6 +855,14 @@ static bool reconcile_kernel(json_t *ev)
 	if (!r)
 		return true;
 	/*
+	 * A record written before this daemon started (left in the ring buffer by
+	 * the last one) whose total the baseline already holds: covered by the
+	 * baseline, not an eviction (it would be reported twice).
+	 */
+	if (!fresh && total <= r->total &&
+	    (__u64)json_integer_value(json_object_get(ev, "boot_ns")) < S.baseline_boot_ns)
+		return false;
+	/*
 	 * Nothing said about this entry yet (a new slot), or the kernel's entry
 	 * was evicted and started again: what the kernel had not reported.
 	 */
@@ -1151,6 +1160,12 @@ int custode_stream_open(const struct custode_stream_opts *o, struct custode_refu
 	}
 	stdout_open();
 	S.boot_to_wall = custode_boot_to_wall_ns();
+	{
+		struct timespec bt;
+
+		clock_gettime(CLOCK_BOOTTIME, &bt);
+		S.baseline_boot_ns = (__u64)bt.tv_sec * 1000000000ull + (__u64)bt.tv_nsec;
+	}
 	throttle_baseline();
 	drops_check(true);
 	S.rb = ring_buffer__new(S.events_fd, on_record, NULL, NULL);
