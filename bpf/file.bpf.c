@@ -22,6 +22,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define S_IFMT 00170000
 #define S_IFDIR 0040000
 #define PROC_SUPER_MAGIC 0x9fa0
+#define CGROUP2_SUPER_MAGIC 0x63677270
 #define RENAME_EXCHANGE (1 << 1)
 #define ATTR_MODE (1 << 0)
 #define ATTR_UID (1 << 1)
@@ -379,6 +380,54 @@ static __always_inline int proc_foreign(struct who *w, struct inode *inode)
 	return !custode_cgroup_in_run(cg, w->run_cgid);
 }
 
+/*
+ * Leaving the run through cgroup v2, or reaching outside it. Writing a pid
+ * into the cgroup.procs or cgroup.threads of another cgroup moves that
+ * process there; cgroup.kill and cgroup.freeze stop processes without the
+ * signal hooks; limit files starve them. A run (an attached one may be root,
+ * with no seccomp filter) that could write those files of a cgroup outside
+ * itself would leave every custode hook behind or reach processes it may not
+ * signal. So a write open of any file on a cgroup2 mount (any mount, any
+ * cgroup namespace) is allowed only when the file's cgroup is the run's
+ * cgroup or lies below it, whatever the policy grants
+ * (file.cgroup_escape.denied, EACCES; audit mode records and allows); inside,
+ * the policy decides as for any file. A run keeps moving its processes
+ * between its own child cgroups and setting their limits. Only with the file
+ * class loaded (attach always loads it).
+ *
+ * The cgroup is found by kernfs nodes, not dentries: the file's inode's
+ * i_private is its kernfs node, whose parent is the cgroup's directory, and
+ * a cgroup directory's kernfs id is the cgroup id custode keys runs on. The
+ * kernfs parents reach the hierarchy's real root, whatever the mount's root
+ * (a cgroup namespace) shows. Deeper than CGROUP_ESCAPE_WALK levels below
+ * the run: not found, denied. Probe reads only here: these are rare opens,
+ * and i_private is an untyped pointer.
+ *
+ * Not covered: an fd for such a file opened before the process was in a run
+ * (attached runs keep what they had open), or passed in from outside.
+ */
+#define CGROUP_ESCAPE_WALK 64
+
+/* Is this open a write to a file on cgroup v2? */
+static __always_inline int cgroupfs_write(struct inode *inode, __u32 want)
+{
+	return (want & CUSTODE_ACCESS_WRITE) && inode && inode->i_sb->s_magic == CGROUP2_SUPER_MAGIC;
+}
+
+/* Is the cgroup of this cgroup2 file (its kernfs parent) run_cgid or below it? */
+static __always_inline int cgroup_file_in_run(struct inode *inode, __u64 run_cgid)
+{
+	struct kernfs_node *kn = (struct kernfs_node *)inode->i_private;
+
+	kn = BPF_CORE_READ(kn, parent);
+	for (int i = 0; i < CGROUP_ESCAPE_WALK && kn; i++) {
+		if (BPF_CORE_READ(kn, id) == run_cgid)
+			return 1;
+		kn = BPF_CORE_READ(kn, parent);
+	}
+	return 0;
+}
+
 /* A cached allow for this run, inode and mount at this epoch? */
 static __always_inline int cache_hit(struct fs_cache_slot *c, __u64 run_cgid, __u64 mnt, const struct fs_epoch *e,
 				     __u32 want)
@@ -418,7 +467,7 @@ int BPF_PROG(custode_file_open, struct file *file, int ret)
 	struct who w;
 	__u64 run_cgid, mnt;
 	__u32 allow;
-	int r, cacheable;
+	int r, cacheable, migrate;
 
 	if (ret)
 		return ret; /* honour earlier LSM verdicts */
@@ -428,8 +477,10 @@ int BPF_PROG(custode_file_open, struct file *file, int ret)
 	a.want = open_access(file);
 	inode = file->f_inode;
 	mnt = (__u64)file->f_path.mnt;
+	/* a write on cgroupfs: decided in full every time, never by (nor into) the cache */
+	migrate = cgroupfs_write(inode, a.want);
 	/* the fast path: this run already may do this to this inode through this mount, and nothing moved since */
-	cacheable = inode && inode->i_sb->s_magic != PROC_SUPER_MAGIC && fs_epoch_now(&epoch);
+	cacheable = !migrate && inode && inode->i_sb->s_magic != PROC_SUPER_MAGIC && fs_epoch_now(&epoch);
 	if (cacheable) {
 		slot = bpf_inode_storage_get(&file_cache, inode, 0, 0);
 		if (slot && cache_hit(slot, run_cgid, mnt, &epoch, a.want))
@@ -440,6 +491,13 @@ int BPF_PROG(custode_file_open, struct file *file, int ret)
 		return 0;
 	ask_inode(&a, inode);
 	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
+	/*
+	 * Before the policy, and for every live run whatever its policy (also
+	 * runs without a file section): no process leaves the run through
+	 * cgroupfs. Unregistered and cancelled runs are denied by run_gate.
+	 */
+	if (migrate && w.s && w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) && !cgroup_file_in_run(inode, w.run_cgid))
+		return deny(&w, &a, CUSTODE_REASON_FILE_CGROUP_ESCAPE_DENIED);
 	if (!run_gate(&w, &a, &r))
 		return r;
 	if (a.kobj)

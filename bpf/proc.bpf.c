@@ -327,20 +327,41 @@ int BPF_PROG(custode_proc_anon_inode, struct inode *inode, const struct qstr *na
 
 /*
  * From the moment a run is cancelled nothing in it may fork or exec (the
- * kill that follows then finds a closed set of processes). Live runs are not
- * limited here.
+ * kill that follows then finds a closed set of processes).
+ *
+ * A live run may fork and clone, but never with CLONE_INTO_CGROUP: the
+ * child would be born in the cgroup of a directory fd the caller holds —
+ * an O_PATH or O_RDONLY fd, which file_open never sees as a write — so a
+ * run (an attached one may be root, with no seccomp filter) could put a
+ * child outside itself. The kernel calls this hook from copy_process()
+ * before cgroup_can_fork() resolves the target cgroup, so the target is not
+ * known here: every CLONE_INTO_CGROUP from a run is denied, whatever the
+ * run's policy, also into the run's own child cgroups
+ * (process.cgroup_move.denied, EPERM; audit mode records and allows).
+ * Moving a process into the run's own child cgroups through cgroup.procs
+ * stays possible (file.cgroup_escape.denied in bpf/file.bpf.c guards that
+ * path): a spawner inside a run that uses CLONE_INTO_CGROUP needs its
+ * fork-then-move fallback. clone_flags is 64 bits here (copy_process passes
+ * kernel_clone_args.flags), so clone3's high flags are visible.
  */
+#define CUSTODE_CLONE_INTO_CGROUP 0x200000000ULL
+
 SEC("lsm/task_alloc")
 int BPF_PROG(custode_proc_task_alloc, struct task_struct *task, unsigned long clone_flags, int ret)
 {
 	struct custode_run *run = NULL;
 	__u64 cgid = 0;
-	int verdict = 0;
+	int verdict = 0, c;
 
 	if (ret)
 		return ret;
-	caller(&run, &cgid, CUSTODE_HOOK_TASK_ALLOC, NULL, 0, 0, 0, &verdict);
-	return verdict;
+	c = caller(&run, &cgid, CUSTODE_HOOK_TASK_ALLOC, NULL, 0, 0, 0, &verdict);
+	if (c <= 0)
+		return verdict;
+	if ((__u64)clone_flags & CUSTODE_CLONE_INTO_CGROUP)
+		return deny(CUSTODE_HOOK_TASK_ALLOC, CUSTODE_REASON_PROCESS_CGROUP_MOVE_DENIED, run, cgid, NULL, 0,
+			    (__u32)clone_flags, (__u32)((__u64)clone_flags >> 32));
+	return 0;
 }
 
 SEC("lsm/bprm_check_security")

@@ -163,13 +163,22 @@ enum custode_lookup {
 
 /*
  * The levels below custode's root level where the current task may be in an
- * attached run: the gate whose id is `top` (the task's ancestor at the root
- * level), or 0. An inlined array lookup and compares: no helper call.
+ * attached run: those of the gate whose id is `top` (the task's ancestor at
+ * the root level), or 0. An inlined array lookup and compares: no helper call.
+ *
+ * The levels of EVERY slot whose id matches are OR'ed, not the first
+ * match's: userspace rewrites the value while hooks read it, and a torn read
+ * (include/custode/abi.h) may show a slot being freed or reused with an id
+ * that transiently equals `top` next to stale levels. The slot that really
+ * holds `top` keeps its id and every level bit both versions hold, so the OR
+ * never loses a bit that is set before and after the update; a spurious bit
+ * only costs one more ancestor-id call and hash lookup (custode_attached_run
+ * checks the run). Branch-free: a mask per slot, no early exit.
  */
 static __always_inline __u32 custode_gate_levels(__u64 top)
 {
 	struct custode_gates *g;
-	__u32 zero = 0;
+	__u32 zero = 0, levels = 0;
 
 	if (!top)
 		return 0;
@@ -178,9 +187,8 @@ static __always_inline __u32 custode_gate_levels(__u64 top)
 		return 0;
 #pragma unroll
 	for (int i = 0; i < CUSTODE_MAX_GATES; i++)
-		if (g->gate[i].id == top)
-			return g->gate[i].levels;
-	return 0;
+		levels |= g->gate[i].levels & (0u - (__u32)(g->gate[i].id == top));
+	return levels;
 }
 
 /*

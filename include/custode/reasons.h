@@ -46,7 +46,9 @@
 	X(PROCESS_KEYRING_DENIED, 31, "process.keyring.denied", "kernel keyrings are denied in a run") \
 	X(PROCESS_PERF_DENIED, 32, "process.perf.denied", "perf_event_open is denied in a run") \
 	X(PROCESS_KERNEL_DENIED, 33, "process.kernel.denied", "module loading, kexec and similar are denied in a run") \
-	X(ENGINE_PROTECTED, 34, "engine.protected", "custode's own maps, programs and links are reserved to custode")
+	X(ENGINE_PROTECTED, 34, "engine.protected", "custode's own maps, programs and links are reserved to custode") \
+	X(PROCESS_CGROUP_MOVE_DENIED, 35, "process.cgroup_move.denied", "clone3(CLONE_INTO_CGROUP) is denied in a run") \
+	X(FILE_CGROUP_ESCAPE_DENIED, 36, "file.cgroup_escape.denied", "moving processes into a cgroup outside the run is denied")
 
 #define CUSTODE_USER_REASONS(X)                                                       \
 	X(PRIVILEGE_REQUIRED, 100, "privilege.required", "custode needs root (CAP_BPF, CAP_SYS_ADMIN)") \

@@ -818,11 +818,15 @@ static int new_run_id(struct custode_engine *e, const struct custode_attach_req 
 	return 0;
 }
 
+/*
+ * Every attached run needs the file and process classes whatever its policy:
+ * they keep its processes in the run (writes on cgroupfs outside it,
+ * clone3(CLONE_INTO_CGROUP)) — attached processes may be root and have no
+ * seccomp filter. Where they can't load (no BPF-LSM), attach is refused.
+ */
 static unsigned classes_needed(const struct custode_policy *p)
 {
-	unsigned c = custode_policy_classes(p);
-
-	return c ? c : CUSTODE_CLASS_EGRESS; /* the maps (registration, counters) come with any class */
+	return custode_policy_classes(p) | CUSTODE_CLASS_FILE | CUSTODE_CLASS_PROCESS;
 }
 
 int custode_attach(struct custode_engine *e, const struct custode_attach_req *req,

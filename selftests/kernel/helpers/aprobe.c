@@ -7,6 +7,13 @@
  *                         kill PID SIG       kill(2): "ok" or the errno name
  *                         forkkill           fork a child that sleeps, SIGTERM it: "ok" or the errno name
  *                         flood N PATH       open PATH N times: "denied D ok O other X"
+ *                         write PATH TEXT    open PATH O_WRONLY, write TEXT: "ok" or the errno name
+ *                         clone_into DIR     clone3(CLONE_INTO_CGROUP) with an O_PATH fd of the cgroup
+ *                                            directory DIR: "ok CGROUP" (the child's cgroup v2 path,
+ *                                            from /proc/CHILD/cgroup; the child then exits) or the
+ *                                            errno name
+ *                         cgroup             "ok CGROUP": its own cgroup v2 path (/proc/self/cgroup)
+ *                         mkdir PATH         mkdir(PATH, 0755): "ok" or the errno name
  *                         exit               exit 0
  *   aprobe flood N PATH print "denied D ok O other X" after N opens, exit 0
  *
@@ -19,7 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/sched.h>
 
 static const char *errname(int e)
 {
@@ -30,6 +40,13 @@ static const char *errname(int e)
 	case ENOENT: return "ENOENT";
 	case ESRCH: return "ESRCH";
 	case EINVAL: return "EINVAL";
+	case EBUSY: return "EBUSY";
+	case EBADF: return "EBADF";
+	case ENOTDIR: return "ENOTDIR";
+	case ENOSYS: return "ENOSYS";
+	case E2BIG: return "E2BIG";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case EEXIST: return "EEXIST";
 	default: return "E?";
 	}
 }
@@ -54,9 +71,71 @@ static void flood(long n, const char *path)
 	fflush(stdout);
 }
 
+/* The cgroup v2 path ("0::" line) of /proc/PID/cgroup, or "" */
+static void cgroup_of(const char *pid, char *out, size_t len)
+{
+	char path[64], l[4200];
+	FILE *f;
+
+	out[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%s/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(l, sizeof(l), f))
+		if (!strncmp(l, "0::", 3)) {
+			l[strcspn(l, "\n")] = 0;
+			snprintf(out, len, "%s", l + 3);
+		}
+	fclose(f);
+}
+
+static void clone_into(const char *dir)
+{
+	struct clone_args args;
+	char pid[32], cg[4200], b;
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC), hold[2], r;
+	long c;
+
+	if (fd < 0) {
+		printf("%s\n", errname(errno));
+		return;
+	}
+	/* the child waits for EOF on a pipe: it ends without a signal (a run may not signal it once outside) */
+	if (pipe2(hold, O_CLOEXEC) < 0) {
+		printf("%s\n", errname(errno));
+		close(fd);
+		return;
+	}
+	memset(&args, 0, sizeof(args));
+	args.flags = CLONE_INTO_CGROUP;
+	args.exit_signal = SIGCHLD;
+	args.cgroup = (unsigned long)fd;
+	c = syscall(SYS_clone3, &args, sizeof(args));
+	r = errno;
+	if (c == 0) {
+		close(hold[1]);
+		while (read(hold[0], &b, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(fd);
+	close(hold[0]);
+	if (c < 0) {
+		close(hold[1]);
+		printf("%s\n", errname(r));
+		return;
+	}
+	snprintf(pid, sizeof(pid), "%ld", c);
+	cgroup_of(pid, cg, sizeof(cg));
+	close(hold[1]);
+	waitpid((pid_t)c, NULL, 0);
+	printf("ok %s\n", cg);
+}
+
 static void one(char *line)
 {
-	char path[4096];
+	char path[4096], text[256];
 	long a, b;
 
 	line[strcspn(line, "\n")] = 0;
@@ -88,6 +167,25 @@ static void one(char *line)
 	} else if (sscanf(line, "flood %ld %4095s", &a, path) == 2) {
 		flood(a, path);
 		return;
+	} else if (sscanf(line, "write %4095s %255s", path, text) == 2) {
+		int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
+
+		if (fd < 0)
+			r = errno;
+		else if (write(fd, text, strlen(text)) < 0)
+			r = errno;
+		if (fd >= 0)
+			close(fd);
+		printf("%s\n", errname(r));
+	} else if (sscanf(line, "mkdir %4095s", path) == 1) {
+		printf("%s\n", errname(mkdir(path, 0755) == 0 ? 0 : errno));
+	} else if (sscanf(line, "clone_into %4095s", path) == 1) {
+		clone_into(path);
+	} else if (!strcmp(line, "cgroup")) {
+		char cg[4200];
+
+		cgroup_of("self", cg, sizeof(cg));
+		printf("ok %s\n", cg);
 	} else if (!strcmp(line, "exit")) {
 		exit(0);
 	} else {
