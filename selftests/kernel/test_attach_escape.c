@@ -147,10 +147,12 @@ KTEST(attach_escape_root_profile_grants_cgroupfs)
 			const char *r = json_string_value(json_object_get(e, "reason"));
 
 			if (h && r && !strcmp(h, "task_alloc") && !strcmp(r, "process.cgroup_move.denied") &&
-			    json_integer_value(json_object_get(e, "tgid")) == a.pid)
+			    json_integer_value(json_object_get(e, "tgid")) == a.pid &&
+			    ((unsigned long long)json_integer_value(json_object_get(json_object_get(e, "task"), "clone_flags")) &
+			     0x200000000ULL))
 				clone_seen = true;
 		}
-		ASSERT_TRUE(clone_seen, "the clone3 denial is in the stream");
+		ASSERT_TRUE(clone_seen, "the clone3 denial is in the stream, with CLONE_INTO_CGROUP in its clone flags");
 	}
 	json_decref(evs);
 

@@ -285,6 +285,9 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 			json_object_set_new(to, "signal", json_integer(t->signal));
 		else if (ev->hook == CUSTODE_HOOK_PTRACE_ACCESS_CHECK)
 			json_object_set_new(to, "mode", json_integer(t->signal));
+		if (ev->hook == CUSTODE_HOOK_TASK_ALLOC && (t->signal || t->command))
+			json_object_set_new(to, "clone_flags",
+					    json_integer((json_int_t)(((__u64)t->command << 32) | (__u64)t->signal)));
 		if (ev->hook == CUSTODE_HOOK_BPF_MAP || ev->hook == CUSTODE_HOOK_BPF_PROG)
 			json_object_set_new(to, "id", json_integer(t->command));
 		else if (ev->hook == CUSTODE_HOOK_BPF || ev->hook == CUSTODE_HOOK_FILE_FCNTL || ev->hook == CUSTODE_HOOK_FILE_IOCTL)
