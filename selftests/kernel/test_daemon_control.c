@@ -12,8 +12,12 @@
 
 #include "test_daemon_fixture.h"
 
-/* In a child: become uid `uid`, keeping CAP_DAC_OVERRIDE if dac; connect, send `line`, read the answer into a pipe. */
-static bool peer_as(int uid, bool dac, const char *line, char *answer, size_t len)
+/*
+ * In a child: move into cgroup cg (if not NULL, as root), become uid `uid`,
+ * keeping CAP_DAC_OVERRIDE if dac; connect, send `line`, read the answer
+ * into a pipe.
+ */
+static bool send_as(const char *cg, int uid, bool dac, const char *line, char *answer, size_t len)
 {
 	int pfd[2];
 	pid_t pid;
@@ -31,14 +35,27 @@ static bool peer_as(int uid, bool dac, const char *line, char *answer, size_t le
 		ssize_t r;
 
 		close(pfd[0]);
-		prctl(PR_SET_KEEPCAPS, 1);
-		if (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid))
-			_exit(3);
-		memset(data, 0, sizeof(data));
-		if (dac) {
-			data[0].effective = data[0].permitted = 1u << CAP_DAC_OVERRIDE;
-			if (syscall(SYS_capset, &hdr, data) < 0)
-				_exit(4);
+		if (cg) {
+			char procs[PATH_MAX + 16], me[32];
+			int fd;
+
+			snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+			snprintf(me, sizeof(me), "%d", (int)getpid());
+			fd = open(procs, O_WRONLY);
+			if (fd < 0 || write(fd, me, strlen(me)) < 0)
+				_exit(5);
+			close(fd);
+		}
+		if (uid) {
+			prctl(PR_SET_KEEPCAPS, 1);
+			if (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid))
+				_exit(3);
+			memset(data, 0, sizeof(data));
+			if (dac) {
+				data[0].effective = data[0].permitted = 1u << CAP_DAC_OVERRIDE;
+				if (syscall(SYS_capset, &hdr, data) < 0)
+					_exit(4);
+			}
 		}
 		strcpy(sa.sun_path, CUSTODE_CONTROL_SOCKET);
 		s = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -61,6 +78,11 @@ static bool peer_as(int uid, bool dac, const char *line, char *answer, size_t le
 	close(pfd[0]);
 	waitpid(pid, NULL, 0);
 	return n > 0;
+}
+
+static bool peer_as(int uid, bool dac, const char *line, char *answer, size_t len)
+{
+	return send_as(NULL, uid, dac, line, answer, len);
 }
 
 KTEST(daemon_control_refuses_non_root_peer)
@@ -120,52 +142,6 @@ KTEST(daemon_control_refuses_non_root_peer)
 	ASSERT_TRUE(access(CUSTODE_CONTROL_SOCKET, F_OK) < 0, "the socket is removed at exit");
 }
 
-/* In a child that first moves itself into cgroup cg (as root): send line, read the answer. */
-static bool peer_in(const char *cg, const char *line, char *answer, size_t len)
-{
-	int pfd[2];
-	pid_t pid;
-	ssize_t n;
-
-	if (pipe(pfd) < 0)
-		return false;
-	pid = fork();
-	if (pid == 0) {
-		struct sockaddr_un sa = {.sun_family = AF_UNIX};
-		char buf[4096], procs[PATH_MAX + 16], me[32];
-		int s, k = 0, fd;
-		ssize_t r;
-
-		close(pfd[0]);
-		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
-		snprintf(me, sizeof(me), "%d", (int)getpid());
-		fd = open(procs, O_WRONLY);
-		if (fd < 0 || write(fd, me, strlen(me)) < 0)
-			_exit(3);
-		close(fd);
-		strcpy(sa.sun_path, CUSTODE_CONTROL_SOCKET);
-		s = socket(AF_UNIX, SOCK_STREAM, 0);
-		if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-			k = snprintf(buf, sizeof(buf), "connect: %s", strerror(errno));
-			(void)!write(pfd[1], buf, (size_t)k);
-			_exit(0);
-		}
-		signal(SIGPIPE, SIG_IGN);
-		(void)!write(s, line, strlen(line));
-		shutdown(s, SHUT_WR);
-		while ((r = read(s, buf + k, sizeof(buf) - 1 - (size_t)k)) > 0)
-			k += (int)r;
-		(void)!write(pfd[1], buf, (size_t)k);
-		_exit(0);
-	}
-	close(pfd[1]);
-	n = read(pfd[0], answer, len - 1);
-	answer[n > 0 ? n : 0] = 0;
-	close(pfd[0]);
-	waitpid(pid, NULL, 0);
-	return n > 0;
-}
-
 KTEST(daemon_control_refuses_a_peer_inside_a_run)
 {
 	struct dfix f;
@@ -188,10 +164,10 @@ KTEST(daemon_control_refuses_a_peer_inside_a_run)
 	json_decref(resp);
 	snprintf(line, sizeof(line), "{\"cmd\":\"detach\",\"run_id\":\"%s\"}\n", rid);
 	/* control: root in a cgroup outside every run is served */
-	ASSERT_TRUE(peer_in(other, "{\"cmd\":\"ping\"}\n", answer, sizeof(answer)), "root outside every run");
+	ASSERT_TRUE(send_as(other, 0, false, "{\"cmd\":\"ping\"}\n", answer, sizeof(answer)), "root outside every run");
 	ASSERT_CONTAINS(answer, "\"ok\":true", "served");
 	/* root inside the run: refused, and its run stays */
-	ASSERT_TRUE(peer_in(cg, line, answer, sizeof(answer)), "root inside the run");
+	ASSERT_TRUE(send_as(cg, 0, false, line, answer, sizeof(answer)), "root inside the run");
 	ASSERT_CONTAINS(answer, "\"reason\":\"daemon.peer\"", "refused: daemon.peer");
 	ASSERT_CONTAINS(answer, rid, "naming the run");
 	run = df_run(rid);
