@@ -239,3 +239,14 @@ Test(cgroup_root, too_long)
 	cr_assert_eq(custode_cgroup_root("/sys/fs/cgroup", out, sizeof(out)), -ENAMETOOLONG);
 	unsetenv("CUSTODE_CGROUP_ROOT");
 }
+
+Test(cgroup, of_pid)
+{
+	char out[4096], small[4];
+
+	/* this process: its v2 line joined to the mount given */
+	if (custode_cgroup_of_pid("/mnt/cg", 0, out, sizeof(out)) == 0)
+		cr_assert(!strncmp(out, "/mnt/cg", 7), "%s", out);
+	cr_assert_eq(custode_cgroup_of_pid("/mnt/cg", 0, small, sizeof(small)), -ENAMETOOLONG);
+	cr_assert_lt(custode_cgroup_of_pid("/mnt/cg", 0x7ffffff0, out, sizeof(out)), 0, "no such process");
+}

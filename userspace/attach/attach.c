@@ -212,18 +212,11 @@ static bool cgroup_is(const char *path, __u64 id)
 	return path[0] && custode_cgroup_id(path, &got) == 0 && got == id;
 }
 
-/* The daemon's own cgroup (/proc/self/cgroup "0::/x" joined to the mount). */
+/* The daemon's own cgroup ("" if unknown). */
 static void self_cgroup(const char *mount, char *out, size_t len)
 {
-	char *text = NULL;
-
-	out[0] = 0;
-	if (custode_read_file("/proc/self/cgroup", 1 << 16, &text, NULL) < 0)
-		return;
-	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-		if (!strncmp(l, "0::", 3))
-			snprintf(out, len, "%s%s", mount, strcmp(l + 3, "/") ? l + 3 : "");
-	free(text);
+	if (custode_cgroup_of_pid(mount, 0, out, len) < 0)
+		out[0] = 0;
 }
 
 /* ---- state files ---- */

@@ -114,6 +114,29 @@ int custode_cgroup_level(const char *mount, const char *path)
 	return level;
 }
 
+int custode_cgroup_of_pid(const char *mount, int pid, char *out, size_t outlen)
+{
+	char proc[64], *text = NULL;
+	int err;
+
+	if (pid)
+		snprintf(proc, sizeof(proc), "/proc/%d/cgroup", pid);
+	else
+		snprintf(proc, sizeof(proc), "/proc/self/cgroup");
+	if ((err = custode_read_file(proc, 1 << 16, &text, NULL)) < 0)
+		return err;
+	err = -ENOENT;
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (!strncmp(l, "0::", 3)) {
+			err = snprintf(out, outlen, "%s%s", mount, strcmp(l + 3, "/") ? l + 3 : "") >= (int)outlen
+				      ? -ENAMETOOLONG
+				      : 0;
+			break;
+		}
+	free(text);
+	return err;
+}
+
 int custode_cgroup_id(const char *path, __u64 *id)
 {
 	struct {

@@ -23,6 +23,13 @@ int custode_cgroup_root(const char *mount, char *out, size_t outlen);
 /* Number of path components of path below mount (0 for the mount itself). */
 int custode_cgroup_level(const char *mount, const char *path);
 
+/*
+ * The cgroup v2 directory of process pid (0: this process): its
+ * /proc/PID/cgroup "0::/x" line joined to mount (as this process's cgroup
+ * namespace shows it). -ENOENT without a v2 entry, -ENAMETOOLONG.
+ */
+int custode_cgroup_of_pid(const char *mount, int pid, char *out, size_t outlen);
+
 /* The kernel's 64-bit id of a cgroup v2 directory (what BPF's cgroup id helpers return). */
 int custode_cgroup_id(const char *path, __u64 *id);
 

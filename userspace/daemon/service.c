@@ -12,10 +12,10 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "cgroup/cgroup.h"
 #include "custode/resolver.h"
 #include "daemon/control.h"
 #include "daemon/daemon.h"
@@ -642,35 +642,22 @@ static int open_map(const char *name)
  */
 static int peer_check(int pid, struct custode_refusal *why)
 {
-	char p[64], *text = NULL, *line, cg[PATH_MAX];
+	char cg[PATH_MAX];
 	struct custode_run run;
-	struct stat st;
 	size_t root_len = strlen(V.e->cg_root);
+	__u64 id;
 	int err;
 
-	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
-	if ((err = custode_read_file(p, 1 << 16, &text, NULL)) < 0)
+	if ((err = custode_cgroup_of_pid(V.e->cg_mount, pid, cg, sizeof(cg))) < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_DAEMON_PEER, "peer pid %d: its cgroup is unknown (%s)", pid,
 				      strerror(-err));
-	line = strstr(text, "0::");
-	if (!line || (line != text && line[-1] != '\n')) {
-		free(text);
-		return custode_refuse(why, ENOENT, CUSTODE_REASON_DAEMON_PEER, "peer pid %d: no cgroup v2 entry", pid);
-	}
-	line += 3;
-	line[strcspn(line, "\n")] = 0;
-	if (snprintf(cg, sizeof(cg), "%s%s", V.e->cg_mount, strcmp(line, "/") ? line : "") >= (int)sizeof(cg)) {
-		free(text);
-		return custode_refuse(why, ENAMETOOLONG, CUSTODE_REASON_DAEMON_PEER, "peer pid %d: cgroup path too long", pid);
-	}
-	free(text);
 	if (!strncmp(cg, V.e->cg_root, root_len) && (cg[root_len] == '/' || !cg[root_len]))
 		return custode_refuse(why, EPERM, CUSTODE_REASON_DAEMON_PEER,
 				      "peer pid %d is below custode's cgroup root (%s): runs may not drive the daemon", pid, cg);
 	for (;;) {
 		char *slash;
 
-		if (stat(cg, &st) == 0 && custode_engine_get_run(V.e, (__u64)st.st_ino, &run) == 0) {
+		if (custode_cgroup_id(cg, &id) == 0 && custode_engine_get_run(V.e, id, &run) == 0) {
 			char hex[17];
 
 			custode_run_id_format(run.run_id, hex);
