@@ -117,7 +117,7 @@ out:
 	df_probe_end(&a);
 	df_probe_end(&b);
 	df_cg_remove(cg);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }
 
 /* Deeper cgroups below one gate; siblings and the gate itself stay unconfined. */
@@ -203,7 +203,7 @@ out:
 	df_probe_end(&sib);
 	df_probe_end(&top);
 	df_cg_remove(slice);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }
 
 /* The process class and /proc know attached runs: inside the run is "own", the host is not. */
@@ -256,7 +256,7 @@ out:
 		waitpid(host, NULL, 0);
 	}
 	df_cg_remove(cg);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }
 
 KTEST(attach_refusals)
@@ -344,5 +344,5 @@ out:
 	df_cg_remove(cg);
 	df_cg_remove(own);
 	rmdir(dmn);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }

@@ -163,7 +163,7 @@ out:
 	detach(rid);
 	df_probe_end(&a);
 	df_cg_remove(top);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }
 
 /* A signed policy granting read, write, create and delete on the whole cgroup2 mount. */
@@ -270,5 +270,5 @@ out:
 	df_probe_end(&a);
 	if (top[0])
 		df_cg_remove(top);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }

@@ -111,7 +111,7 @@ KTEST(daemon_control_refuses_non_root_peer)
 	ASSERT_CONTAINS(answer, "\"ok\":false", "refused");
 	ASSERT_CONTAINS(answer, "\"reason\":\"daemon.peer\"", "reason daemon.peer");
 	ASSERT_TRUE(strstr(answer, "\"runs\"") == NULL, "and nothing else");
-	ASSERT_CONTAINS(df_slurp(f.err), "custode daemon: ready", "the daemon is still up");
+	ASSERT_CONTAINS(kt_slurp(f.err), "custode daemon: ready", "the daemon is still up");
 	ASSERT_TRUE(kill(f.pid, 0) == 0, "daemon alive");
 
 	/* the CLI as nobody: refused, not crashed */
@@ -138,7 +138,7 @@ KTEST(daemon_control_refuses_non_root_peer)
 		ASSERT_CONTAINS(answer, "longer than", "an over-long request is refused");
 	}
 	ASSERT_TRUE(kill(f.pid, 0) == 0, "daemon alive");
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 	ASSERT_TRUE(access(CUSTODE_CONTROL_SOCKET, F_OK) < 0, "the socket is removed at exit");
 }
 
@@ -185,5 +185,5 @@ out:
 		df_cg_remove(cg);
 		df_cg_remove(other);
 	}
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }

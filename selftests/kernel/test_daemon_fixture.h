@@ -30,6 +30,7 @@
 #include "cgroup/cgroup.h"
 #include "daemon/control.h"
 #include "ktest.h"
+#include "test_bg.h"
 
 #define NOBODY 65534
 
@@ -39,45 +40,6 @@ struct dfix {
 	char out[320], err[320];
 	char cgmount[PATH_MAX];
 };
-
-static inline long df_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
-static inline const char *df_slurp(const char *path)
-{
-	static char buf[4 << 20];
-	int fd = open(path, O_RDONLY);
-	ssize_t n = 0, r;
-
-	buf[0] = 0;
-	if (fd < 0)
-		return buf;
-	while (n < (ssize_t)sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
-		n += r;
-	buf[n] = 0;
-	close(fd);
-	return buf;
-}
-
-static inline bool df_wait_for(const char *path, const char *needle, int pid, int timeout_ms)
-{
-	long end = df_ms() + timeout_ms;
-	int st;
-
-	while (df_ms() < end) {
-		if (strstr(df_slurp(path), needle))
-			return true;
-		if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid)
-			return strstr(df_slurp(path), needle) != NULL;
-		usleep(20000);
-	}
-	return false;
-}
 
 /* aprobe, where a `read` run may execute it (ktest.c installs the helpers it knows; this one installs itself). */
 static inline const char *df_aprobe(void)
@@ -100,45 +62,6 @@ static inline const char *df_aprobe(void)
 	return path;
 }
 
-/* Start argv in the background (stdout, stderr to files); it gets SIGTERM if the test dies. */
-static inline int df_bg(char *const argv[], const char *out, const char *err)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int n = open("/dev/null", O_RDWR);
-		int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
-		int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		dup2(n, 0);
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(argv[0], argv);
-		_exit(98);
-	}
-	return pid;
-}
-
-static inline void df_stop_pid(int *pid, int sig)
-{
-	int st;
-
-	if (*pid <= 0)
-		return;
-	kill(*pid, sig);
-	for (int i = 0; i < 1000; i++) {
-		if (waitpid(*pid, &st, WNOHANG) == *pid) {
-			*pid = 0;
-			return;
-		}
-		usleep(10000);
-	}
-	kill(*pid, SIGKILL);
-	waitpid(*pid, &st, 0);
-	*pid = 0;
-}
-
 /* `custode daemon --no-resolver [extra...]`; waits for "ready" (retried while a last daemon still stops). */
 static inline bool df_daemon_start(struct dfix *f, const char *const *extra)
 {
@@ -154,15 +77,15 @@ static inline bool df_daemon_start(struct dfix *f, const char *const *extra)
 	for (int attempt = 0; attempt < 20; attempt++) {
 		if (truncate(f->err, 0) < 0 && errno != ENOENT)
 			ktest_log("truncate %s: %s", f->err, strerror(errno));
-		f->pid = df_bg(argv, f->out, f->err);
-		if (df_wait_for(f->err, "custode daemon: ready", f->pid, 60000))
+		f->pid = kt_bg(argv, f->out, f->err);
+		if (kt_wait_for(f->err, "custode daemon: ready", f->pid, 60000))
 			return true;
-		df_stop_pid(&f->pid, SIGKILL);
-		if (!strstr(df_slurp(f->err), "daemon.running"))
+		kt_stop(&f->pid, SIGKILL);
+		if (!strstr(kt_slurp(f->err), "daemon.running"))
 			break;
 		usleep(500000);
 	}
-	ktest_log("custode daemon did not start: %s", df_slurp(f->err));
+	ktest_log("custode daemon did not start: %s", kt_slurp(f->err));
 	return false;
 }
 

@@ -75,13 +75,13 @@ KTEST(daemon_restart_unverified_policy_keeps_last_good)
 	ASSERT_STREQ(df_ask(&a, "open %s", f.d.ws_file), "ok", "the bundle grants the workspace");
 
 	/* the daemon dies; it comes back trusting only key2: the run's bundle no longer verifies */
-	df_stop_pid(&f.pid, SIGKILL);
+	kt_stop(&f.pid, SIGKILL);
 	ASSERT_STREQ(df_ask(&a, "open %s", f.d.outside), "EACCES", "denied while no daemon runs");
 	if (!ASSERT_TRUE(df_daemon_start(&f, extra2), "daemon trusting key2 only"))
 		goto out;
 	snprintf(needle, sizeof(needle), "unverified run %s", rid);
-	ASSERT_CONTAINS(df_slurp(f.err), needle, "the run is reported at start");
-	ASSERT_CONTAINS(df_slurp(f.err), "policy.unverified", "with its reason code");
+	ASSERT_CONTAINS(kt_slurp(f.err), needle, "the run is reported at start");
+	ASSERT_CONTAINS(kt_slurp(f.err), "policy.unverified", "with its reason code");
 	run = df_run(rid);
 	if (ASSERT_TRUE(run != NULL, "still registered")) {
 		json_t *pol = json_object_get(run, "policy");
@@ -119,7 +119,7 @@ out:
 	df_probe_end(&a);
 	if (cg[0])
 		df_cg_remove(cg);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }
 
 /* Every line of path is a JSON object with a "type"; the decisions' seq numbers, in order, appended to seqs. */
@@ -184,8 +184,8 @@ KTEST(daemon_stream_sink_never_blocks_and_file_rotates)
 			_exit(98);
 		}
 		close(out[1]);
-		if (!ASSERT_TRUE(df_wait_for(f.err, "custode daemon: ready", f.pid, 60000), "daemon ready")) {
-			ktest_log("%s", df_slurp(f.err));
+		if (!ASSERT_TRUE(kt_wait_for(f.err, "custode daemon: ready", f.pid, 60000), "daemon ready")) {
+			ktest_log("%s", kt_slurp(f.err));
 			goto out;
 		}
 	}
@@ -254,7 +254,7 @@ KTEST(daemon_stream_sink_never_blocks_and_file_rotates)
 out:
 	if (out[0] >= 0)
 		close(out[0]);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }
 
 /* The next line of a follower, parsed (NULL on timeout). */
@@ -329,5 +329,5 @@ out:
 	df_probe_end(&a);
 	if (cg[0])
 		df_cg_remove(cg);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }

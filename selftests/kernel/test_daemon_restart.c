@@ -91,7 +91,7 @@ KTEST(daemon_sigkill_runs_stay_confined_and_readopted)
 			L[k].expect++;
 		}
 
-	df_stop_pid(&f.pid, SIGKILL);
+	kt_stop(&f.pid, SIGKILL);
 	/* no daemon: every run still confined */
 	for (int k = 0; k < N_ATT + N_RUN; k++) {
 		ASSERT_STREQ(df_ask(&L[k].p, "open %s", f.d.outside), "EACCES", "denied (daemon killed)");
@@ -113,7 +113,7 @@ KTEST(daemon_sigkill_runs_stay_confined_and_readopted)
 		char needle[64];
 
 		snprintf(needle, sizeof(needle), "reaped run %s", L[k].rid);
-		ASSERT_CONTAINS(df_slurp(f.err), needle, "a vanished attached cgroup is reaped at start");
+		ASSERT_CONTAINS(kt_slurp(f.err), needle, "a vanished attached cgroup is reaped at start");
 	}
 	runs = df_call(json_pack("{s:s}", "cmd", "runs"));
 	for (int k = 0; k < N_ATT + N_RUN; k++) {
@@ -196,5 +196,5 @@ out:
 		char *argv[] = {(char *)ktest_custode(), "gc", NULL};
 		ktest_run(argv, -1, 60000, &r); /* the orphan, if still there */
 	}
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }

@@ -29,6 +29,7 @@
 #include "cgroup/cgroup.h"
 #include "custode/abi.h"
 #include "ktest.h"
+#include "test_bg.h"
 
 struct dnsfix {
 	struct ktest_dirs d;
@@ -39,94 +40,14 @@ struct dnsfix {
 #define DARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define NO_ARGS ((const char *const[]){NULL})
 
-static inline long dns_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
-/* Start argv in the background, stdout and stderr to files; it gets SIGTERM if the test dies. */
-static inline int dns_bg(char *const argv[], const char *out, const char *err)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int n = open("/dev/null", O_RDWR);
-		int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
-		int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		dup2(n, 0);
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(argv[0], argv);
-		_exit(98);
-	}
-	return pid;
-}
-
-/* Bytes of a file (static buffer; "" if unreadable). */
-static inline const char *dns_slurp(const char *path)
-{
-	static char buf[1 << 20];
-	int fd = open(path, O_RDONLY);
-	ssize_t n = 0, r;
-
-	buf[0] = 0;
-	if (fd < 0)
-		return buf;
-	while (n < (ssize_t)sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
-		n += r;
-	buf[n] = 0;
-	close(fd);
-	return buf;
-}
-
 static inline int dns_count(const char *path, const char *needle)
 {
-	const char *s = dns_slurp(path);
+	const char *s = kt_slurp(path);
 	int n = 0;
 
 	for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
 		n++;
 	return n;
-}
-
-/* Wait until path holds needle; false on timeout or if pid exits first. */
-static inline bool dns_wait_for(const char *path, const char *needle, int pid, int timeout_ms)
-{
-	long end = dns_ms() + timeout_ms;
-	int st;
-
-	while (dns_ms() < end) {
-		if (strstr(dns_slurp(path), needle))
-			return true;
-		if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid)
-			return strstr(dns_slurp(path), needle) != NULL;
-		usleep(20000);
-	}
-	return false;
-}
-
-static inline void dns_stop(int *pid, int sig)
-{
-	int st;
-
-	if (*pid <= 0)
-		return;
-	kill(*pid, sig);
-	for (int i = 0; i < 1000; i++) {
-		if (waitpid(*pid, &st, WNOHANG) == *pid) {
-			*pid = 0;
-			return;
-		}
-		usleep(10000);
-	}
-	kill(*pid, SIGKILL);
-	waitpid(*pid, &st, 0);
-	*pid = 0;
 }
 
 /* custode daemon --upstream 127.0.0.1:5300 [extra...]; waits for "ready" (a daemon still stopping: retried). */
@@ -145,15 +66,15 @@ static inline bool dns_start_daemon(struct dnsfix *f, const char *const *extra)
 	for (int attempt = 0; attempt < 20; attempt++) {
 		if (truncate(f->daemon_log, 0) < 0 && errno != ENOENT)
 			ktest_log("truncate %s: %s", f->daemon_log, strerror(errno));
-		f->daemon = dns_bg(argv, NULL, f->daemon_log);
-		if (dns_wait_for(f->daemon_log, "resolver: ready", f->daemon, 60000))
+		f->daemon = kt_bg(argv, NULL, f->daemon_log);
+		if (kt_wait_for(f->daemon_log, "resolver: ready", f->daemon, 60000))
 			return true;
-		dns_stop(&f->daemon, SIGKILL);
-		if (!strstr(dns_slurp(f->daemon_log), "daemon.running"))
+		kt_stop(&f->daemon, SIGKILL);
+		if (!strstr(kt_slurp(f->daemon_log), "daemon.running"))
 			break;
 		usleep(500000); /* the last test's daemon is still shutting down */
 	}
-	ktest_log("custode daemon did not start: %s", dns_slurp(f->daemon_log));
+	ktest_log("custode daemon did not start: %s", kt_slurp(f->daemon_log));
 	return false;
 }
 
@@ -177,8 +98,8 @@ static inline bool dns_setup_no_daemon(struct dnsfix *f)
 	snprintf(f->dnsd_out, sizeof(f->dnsd_out), "%s/dnsd.out", f->d.root);
 	snprintf(f->daemon_log, sizeof(f->daemon_log), "%s/daemon.log", f->d.root);
 	dnsd[4] = f->dnsd_log;
-	f->dnsd = dns_bg(dnsd, f->dnsd_out, f->dnsd_out);
-	return ASSERT_TRUE(dns_wait_for(f->dnsd_out, "ready", f->dnsd, 10000), "dnsd ready");
+	f->dnsd = kt_bg(dnsd, f->dnsd_out, f->dnsd_out);
+	return ASSERT_TRUE(kt_wait_for(f->dnsd_out, "ready", f->dnsd, 10000), "dnsd ready");
 }
 
 static inline bool dns_setup(struct dnsfix *f, const char *const *daemon_args)
@@ -188,8 +109,8 @@ static inline bool dns_setup(struct dnsfix *f, const char *const *daemon_args)
 
 static inline void dns_teardown(struct dnsfix *f)
 {
-	dns_stop(&f->daemon, SIGTERM);
-	dns_stop(&f->dnsd, SIGKILL);
+	kt_stop(&f->daemon, SIGTERM);
+	kt_stop(&f->dnsd, SIGKILL);
 }
 
 /* A policy document with a network section: egress rules and private grants as JSON array bodies. */
@@ -253,7 +174,7 @@ static inline const char *dns_outside(struct ktest_result *r, const char *const 
 static inline int dns_logged_pins(struct dnsfix *f, const char *name, const char *type)
 {
 	char want_name[300], want_type[32];
-	const char *log = dns_slurp(f->daemon_log);
+	const char *log = kt_slurp(f->daemon_log);
 	int total = -1;
 
 	snprintf(want_name, sizeof(want_name), "\"name\":\"%s\"", name);

@@ -134,7 +134,7 @@ KTEST(dns_denied_names_never_leave)
 	dns_run(&r, pol, NULL, DARGS("query", "8.8.8.8", "53", "tcp", "other.test", "A"));
 	ASSERT_CONTAINS(r.out, "rcode REFUSED", "over TCP too");
 	ASSERT_EQ(dns_count(f.dnsd_log, "other.test"), 0, "never sent upstream");
-	ASSERT_CONTAINS(dns_slurp(f.daemon_log), "\"reason\":\"dns.name.denied\"", "the daemon's decision log");
+	ASSERT_CONTAINS(kt_slurp(f.daemon_log), "\"reason\":\"dns.name.denied\"", "the daemon's decision log");
 	dns_teardown(&f);
 
 	/* --deny nxdomain */
@@ -265,14 +265,14 @@ KTEST(dns_denied_without_a_resolver)
 		goto out;
 	dns_run(&r, cidr, NULL, DARGS("query", "8.8.8.8", "53", "udp", "ok.test", "A"));
 	ASSERT_CONTAINS(r.out, "rcode REFUSED", "up: the resolver answers (the CIDR policy grants no name)");
-	dns_stop(&f.daemon, SIGTERM);
+	kt_stop(&f.daemon, SIGTERM);
 	dns_run(&r, cidr, NULL, DARGS("query", "8.8.8.8", "53", "udp", "ok.test", "A"));
 	ASSERT_STREQ(r.out, "EPERM\n", "stopped: denied at once");
 
 	/* killed: its heartbeat stops; denied within three seconds */
 	if (!ASSERT_TRUE(dns_start_daemon(&f, NULL), "daemon again"))
 		goto out;
-	dns_stop(&f.daemon, SIGKILL);
+	kt_stop(&f.daemon, SIGKILL);
 	sleep(4);
 	dns_run(&r, cidr, NULL, DARGS("query", "8.8.8.8", "53", "udp", "ok.test", "A"));
 	ASSERT_STREQ(r.out, "EPERM\n", "SIGKILLed: denied once the heartbeat is stale");

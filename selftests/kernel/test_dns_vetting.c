@@ -125,7 +125,7 @@ KTEST(dns_mixed_and_literal_answers)
 	ASSERT_STREQ(r.out, "from 8.8.8.8:53\nrcode NOERROR\nA 203.0.113.10 ttl 300\n", "only the public address");
 	dns_run(&r, pol, NULL, DARGS("query", "8.8.8.8", "53", "udp", "mixed.test", "AAAA"));
 	ASSERT_STREQ(r.out, "from 8.8.8.8:53\nrcode NOERROR\nAAAA 2001:db8::10 ttl 300\n", "only the public IPv6");
-	ASSERT_CONTAINS(dns_slurp(f.daemon_log), "\"dropped\":2", "the daemon reports what it dropped");
+	ASSERT_CONTAINS(kt_slurp(f.daemon_log), "\"dropped\":2", "the daemon reports what it dropped");
 	/* 127.0.0.1 granted as a literal by network.private: the answer keeps it, the connect works */
 	lit = dns_policy(&f, "literal", "{\"host\":\"private.test\",\"ports\":[8080]}", "\"127.0.0.1/32\"");
 	dns_run(&r, pol, NULL, DARGS("gai-connect", "private.test", "8080"));
@@ -245,11 +245,11 @@ KTEST(dns_malformed_upstream_answers)
 						     "{\"host\":\"ok.test\",\"ports\":[8080]},{\"host\":\"nx.test\",\"ports\":[8080]}");
 	pol = dns_policy(&f, "bad", egress, NULL);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		long t0 = dns_ms();
+		long t0 = kt_ms();
 
 		dns_run(&r, pol, NULL, DARGS("query", "8.8.8.8", "53", "udp", bad[i], "A"));
 		ASSERT_STREQ(r.out, "from 8.8.8.8:53\nrcode SERVFAIL\n", bad[i]);
-		ASSERT_TRUE(dns_ms() - t0 < 20000, "answered in time");
+		ASSERT_TRUE(kt_ms() - t0 < 20000, "answered in time");
 	}
 	ASSERT_TRUE(dns_count(f.daemon_log, "\"reason\":\"dns.malformed\"") >= 8, "reported as malformed");
 	dns_run(&r, pol, NULL, DARGS("query", "8.8.8.8", "53", "udp", "nx.test", "A"));
@@ -279,6 +279,6 @@ KTEST(dns_audit_mode_reports)
 	dns_run(&r, pol, DARGS("--audit"), DARGS("query", "8.8.8.8", "53", "udp", "other.test", "A"));
 	ASSERT_STREQ(r.out, "from 8.8.8.8:53\nrcode NOERROR\nA 203.0.113.12 ttl 300\n", "audit: resolved anyway");
 	ASSERT_CONTAINS(r.err, "resolver: dns.name.denied=1 (audit", "reported");
-	ASSERT_CONTAINS(dns_slurp(f.daemon_log), "\"enforced\":false", "not enforced");
+	ASSERT_CONTAINS(kt_slurp(f.daemon_log), "\"enforced\":false", "not enforced");
 	dns_teardown(&f);
 }

@@ -43,7 +43,7 @@ static void tally(json_t *evs, const char *run_id, const char *path, struct tall
 /* The run's id and its exact file.read.denied count, from its receipt. */
 static bool receipt(const char *path, char *run_id, long long *denied, long long *total)
 {
-	json_t *r = json_loads(df_slurp(path), 0, NULL);
+	json_t *r = json_loads(kt_slurp(path), 0, NULL);
 	bool ok = r != NULL;
 
 	if (ok) {
@@ -81,11 +81,11 @@ KTEST(events_flood_throttled_exact_counts)
 			goto out;
 	}
 	ktest_close_stdin(&run);
-	t0 = df_ms();
+	t0 = kt_ms();
 	/* while the storm lasts: the daemon answers, and the host's own opens stay quick */
 	code = -1;
-	while (df_ms() - t0 < 900000) {
-		long a = df_ms(), b;
+	while (kt_ms() - t0 < 900000) {
+		long a = kt_ms(), b;
 		json_t *p;
 		int st;
 
@@ -94,27 +94,27 @@ KTEST(events_flood_throttled_exact_counts)
 			break;
 		}
 		p = df_call(json_pack("{s:s}", "cmd", "ping"));
-		b = df_ms();
+		b = kt_ms();
 		if (!ASSERT_TRUE(p != NULL, "the daemon answers during the storm")) {
-			ktest_log("daemon log: %s", df_slurp(f.err));
+			ktest_log("daemon log: %s", kt_slurp(f.err));
 			break;
 		}
 		if (b - a > max_ping)
 			max_ping = b - a;
 		json_decref(p);
 		pings++;
-		a = df_ms();
+		a = kt_ms();
 		for (int i = 0; i < 100; i++) {
 			int fd = open(f.d.outside, O_RDONLY);
 			if (fd >= 0)
 				close(fd);
 		}
-		b = df_ms();
+		b = kt_ms();
 		if (b - a > max_open)
 			max_open = b - a;
 		usleep(500000);
 	}
-	elapsed = df_ms() - t0;
+	elapsed = kt_ms() - t0;
 	if (code < 0)
 		code = ktest_wait(&run, 600000);
 	ktest_read_line(run.out, line, sizeof(line), 5000);
@@ -144,7 +144,7 @@ KTEST(events_flood_throttled_exact_counts)
 	ASSERT_TRUE(t.throttle_records <= elapsed / 10000 + 3, "one throttle record per window");
 out:
 	ktest_proc_close(&run);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }
 
 KTEST(events_drops_counted_per_cpu)
@@ -213,5 +213,5 @@ KTEST(events_drops_counted_per_cpu)
 		json_decref(m);
 	}
 out:
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 }

@@ -154,7 +154,7 @@ KTEST(events_json_validates_against_schema)
 	}
 	json_decref(df_call(json_pack("{s:s, s:s}", "cmd", "detach", "run_id", rid)));
 	rid[0] = 0;
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 
 	/* no daemon: straight from the ring buffer, the same schema */
 	{
@@ -207,6 +207,6 @@ out:
 		kill(host, SIGKILL);
 		waitpid(host, NULL, 0);
 	}
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 	json_decref(schema);
 }

@@ -222,7 +222,7 @@ KTEST(metrics_endpoint_and_textfile)
 	ASSERT_CONTAINS(text, "404", "not found");
 	/* the textfile (rewritten every 15 s, and at start): the same families */
 	usleep(200000);
-	ASSERT_CONTAINS(df_slurp(prom), "# TYPE custode_denials_total counter", "textfile written");
+	ASSERT_CONTAINS(kt_slurp(prom), "# TYPE custode_denials_total counter", "textfile written");
 	{
 		char *argv[] = {(char *)ktest_custode(), "runs", NULL};
 
@@ -236,6 +236,6 @@ out:
 	df_probe_end(&a);
 	if (cg[0])
 		df_cg_remove(cg);
-	df_stop_pid(&f.pid, SIGTERM);
+	kt_stop(&f.pid, SIGTERM);
 	free(text);
 }
