@@ -419,13 +419,7 @@ static __always_inline int cgroup_file_in_run(struct inode *inode, __u64 run_cgi
 {
 	struct kernfs_node *kn = (struct kernfs_node *)inode->i_private;
 
-	kn = BPF_CORE_READ(kn, parent);
-	for (int i = 0; i < CGROUP_ESCAPE_WALK && kn; i++) {
-		if (BPF_CORE_READ(kn, id) == run_cgid)
-			return 1;
-		kn = BPF_CORE_READ(kn, parent);
-	}
-	return 0;
+	return custode_kn_in_run(BPF_CORE_READ(kn, parent), run_cgid, CGROUP_ESCAPE_WALK);
 }
 
 /* A cached allow for this run, inode and mount at this epoch? */

@@ -336,10 +336,23 @@ static __always_inline __u64 custode_cgroup_run_btf(struct cgroup *cg)
  * Attached runs, at any level: a walk up the kernfs parents. Deeper than the
  * walk goes: not inside (callers deny).
  */
+/*
+ * Is kernfs node kn (read with probe reads) the run's cgroup directory, or
+ * below it? A walk up its parents, at most max of them (a constant).
+ */
+static __always_inline bool custode_kn_in_run(struct kernfs_node *kn, __u64 run_cgid, const int max)
+{
+	for (int i = 0; i < max && kn; i++) {
+		if (BPF_CORE_READ(kn, id) == run_cgid)
+			return true;
+		kn = BPF_CORE_READ(kn, parent);
+	}
+	return false;
+}
+
 static __always_inline bool custode_cgroup_in_run(struct cgroup *cg, __u64 run_cgid)
 {
 	struct cgroup *anc = NULL;
-	struct kernfs_node *kn;
 	unsigned long anc_addr;
 	int level;
 
@@ -353,13 +366,7 @@ static __always_inline bool custode_cgroup_in_run(struct cgroup *cg, __u64 run_c
 		    BPF_CORE_READ(anc, kn, id) == run_cgid)
 			return true;
 	}
-	kn = BPF_CORE_READ(cg, kn);
-	for (int i = 0; i < CUSTODE_CGROUP_WALK && kn; i++) {
-		if (BPF_CORE_READ(kn, id) == run_cgid)
-			return true;
-		kn = BPF_CORE_READ(kn, parent);
-	}
-	return false;
+	return custode_kn_in_run(BPF_CORE_READ(cg, kn), run_cgid, CUSTODE_CGROUP_WALK);
 }
 
 static __always_inline void custode_count(__u64 run_cgid, __u32 reason)
