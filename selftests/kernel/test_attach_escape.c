@@ -169,10 +169,9 @@ out:
 /* A signed policy granting read, write, create and delete on the whole cgroup2 mount. */
 static bool sign_cgroupfs_policy(struct dfix *f, const char *name, const char *out)
 {
-	char doc[2048], policy[600], cmd[3000];
+	char doc[2048];
 
-	snprintf(cmd, sizeof(cmd), "%s bundle keygen --out %s/key >/dev/null 2>&1", ktest_custode(), f->d.root);
-	if (system(cmd) != 0)
+	if (!df_keygen(f, "key"))
 		return false;
 	snprintf(doc, sizeof(doc),
 		 "{\"schema\":\"custode.policy/v1\",\"name\":\"%s\",\"version\":1,\"content\":{\"filesystem\":["
@@ -182,12 +181,7 @@ static bool sign_cgroupfs_policy(struct dfix *f, const char *name, const char *o
 		 "{\"path\":\"%s\",\"allow\":[\"read\",\"write\",\"create\",\"delete\"]},"
 		 "{\"path\":\"${workspace}\",\"allow\":[\"read\"]}],\"process\":{}}}",
 		 name, f->cgmount);
-	snprintf(policy, sizeof(policy), "%s/policy-cgroupfs.json", f->d.root);
-	if (!ktest_write_file(policy, doc, 0644))
-		return false;
-	snprintf(cmd, sizeof(cmd), "%s bundle sign --key %s/key --valid-for 1h %s > %s 2>/dev/null", ktest_custode(),
-		 f->d.root, policy, out);
-	return system(cmd) == 0;
+	return df_sign(f, "key", doc, out);
 }
 
 /*

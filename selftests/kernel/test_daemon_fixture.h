@@ -102,6 +102,45 @@ static inline bool df_setup(struct dfix *f)
 	return true;
 }
 
+/* ---- signed policies ---- */
+
+/* `custode bundle keygen` into ROOT/KEY (and ROOT/KEY.pub). */
+static inline bool df_keygen(struct dfix *f, const char *key)
+{
+	char cmd[800];
+
+	snprintf(cmd, sizeof(cmd), "%s bundle keygen --out %s/%s >/dev/null 2>&1", ktest_custode(), f->d.root, key);
+	return system(cmd) == 0;
+}
+
+/* A read-only policy document (system dirs + the workspace) plus `extra` content members (static buffer). */
+static inline const char *df_read_policy(const char *name, int version, const char *extra)
+{
+	static char doc[2048];
+
+	snprintf(doc, sizeof(doc),
+		 "{\"schema\":\"custode.policy/v1\",\"name\":\"%s\",\"version\":%d,\"content\":{\"filesystem\":["
+		 "{\"path\":\"/usr\",\"allow\":[\"read\",\"exec\"]},{\"path\":\"/bin\",\"allow\":[\"read\",\"exec\"]},"
+		 "{\"path\":\"/lib\",\"allow\":[\"read\",\"exec\"]},{\"path\":\"/lib64\",\"allow\":[\"read\",\"exec\"]},"
+		 "{\"path\":\"/etc\",\"allow\":[\"read\"]},{\"path\":\"${workspace}\",\"allow\":[\"read\"]}]%s}}",
+		 name, version, extra ? extra : "");
+	return doc;
+}
+
+/* Policy document doc, written under ROOT and signed with ROOT/KEY (valid for an hour), into out. */
+static inline bool df_sign(struct dfix *f, const char *key, const char *doc, const char *out)
+{
+	static int n;
+	char policy[400], cmd[1400];
+
+	snprintf(policy, sizeof(policy), "%s/policy-%d.json", f->d.root, ++n);
+	if (!ktest_write_file(policy, doc, 0644))
+		return false;
+	snprintf(cmd, sizeof(cmd), "%s bundle sign --key %s/%s --valid-for 1h %s > %s 2>/dev/null", ktest_custode(),
+		 f->d.root, key, policy, out);
+	return system(cmd) == 0;
+}
+
 /* One control request (a JSON object built by the caller, consumed); the answer, or NULL (logged). */
 static inline json_t *df_call(json_t *req)
 {

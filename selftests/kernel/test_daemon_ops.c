@@ -9,33 +9,6 @@
  */
 #include "test_daemon_fixture.h"
 
-static bool keygen(struct dfix *f, const char *name)
-{
-	char cmd[800];
-
-	snprintf(cmd, sizeof(cmd), "%s bundle keygen --out %s/%s >/dev/null 2>&1", ktest_custode(), f->d.root, name);
-	return system(cmd) == 0;
-}
-
-/* A read-only policy (system dirs + the workspace), signed with root/KEY into out. */
-static bool sign_with(struct dfix *f, const char *key, const char *name, int version, const char *out)
-{
-	char doc[2048], policy[600], cmd[3000];
-
-	snprintf(doc, sizeof(doc),
-		 "{\"schema\":\"custode.policy/v1\",\"name\":\"%s\",\"version\":%d,\"content\":{\"filesystem\":["
-		 "{\"path\":\"/usr\",\"allow\":[\"read\",\"exec\"]},{\"path\":\"/bin\",\"allow\":[\"read\",\"exec\"]},"
-		 "{\"path\":\"/lib\",\"allow\":[\"read\",\"exec\"]},{\"path\":\"/lib64\",\"allow\":[\"read\",\"exec\"]},"
-		 "{\"path\":\"/etc\",\"allow\":[\"read\"]},{\"path\":\"${workspace}\",\"allow\":[\"read\"]}]}}",
-		 name, version);
-	snprintf(policy, sizeof(policy), "%s/policy-%s-%d.json", f->d.root, key, version);
-	if (!ktest_write_file(policy, doc, 0644))
-		return false;
-	snprintf(cmd, sizeof(cmd), "%s bundle sign --key %s/%s --valid-for 1h %s > %s 2>/dev/null", ktest_custode(),
-		 f->d.root, key, policy, out);
-	return system(cmd) == 0;
-}
-
 KTEST(daemon_restart_unverified_policy_keeps_last_good)
 {
 	struct dfix f;
@@ -57,8 +30,8 @@ KTEST(daemon_restart_unverified_policy_keeps_last_good)
 	snprintf(pub1, sizeof(pub1), "%s/key1.pub", f.d.root);
 	snprintf(pub2, sizeof(pub2), "%s/key2.pub", f.d.root);
 	snprintf(name, sizeof(name), "test/unverified-%d", (int)getpid());
-	if (!ASSERT_TRUE(keygen(&f, "key1") && keygen(&f, "key2"), "two keys") ||
-	    !ASSERT_TRUE(sign_with(&f, "key1", name, 2, bundle), "a bundle signed with key1"))
+	if (!ASSERT_TRUE(df_keygen(&f, "key1") && df_keygen(&f, "key2"), "two keys") ||
+	    !ASSERT_TRUE(df_sign(&f, "key1", df_read_policy(name, 2, NULL), bundle), "a bundle signed with key1"))
 		return;
 	if (!ASSERT_TRUE(df_daemon_start(&f, extra1), "daemon trusting key1"))
 		return;

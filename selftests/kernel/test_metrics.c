@@ -83,27 +83,15 @@ static int malformed_lines(char *text)
 
 static bool sign_policy(struct dfix *f, const char *name, int version, bool limits, const char *out)
 {
-	char doc[2048], policy[600], cmd[3000];
-
-	snprintf(doc, sizeof(doc),
-		 "{\"schema\":\"custode.policy/v1\",\"name\":\"%s\",\"version\":%d,\"content\":{\"filesystem\":["
-		 "{\"path\":\"/usr\",\"allow\":[\"read\",\"exec\"]},{\"path\":\"/bin\",\"allow\":[\"read\",\"exec\"]},"
-		 "{\"path\":\"/lib\",\"allow\":[\"read\",\"exec\"]},{\"path\":\"/lib64\",\"allow\":[\"read\",\"exec\"]},"
-		 "{\"path\":\"/etc\",\"allow\":[\"read\"]},{\"path\":\"${workspace}\",\"allow\":[\"read\"]}]%s}}",
-		 name, version, limits ? ",\"limits\":{\"pids\":64,\"required\":[\"pids\"]}" : "");
-	snprintf(policy, sizeof(policy), "%s/policy-%d.json", f->d.root, version);
-	if (!ktest_write_file(policy, doc, 0644))
-		return false;
-	snprintf(cmd, sizeof(cmd), "%s bundle sign --key %s/key --valid-for 1h %s > %s 2>/dev/null", ktest_custode(),
-		 f->d.root, policy, out);
-	return system(cmd) == 0;
+	return df_sign(f, "key", df_read_policy(name, version, limits ? ",\"limits\":{\"pids\":64,\"required\":[\"pids\"]}" : ""),
+		       out);
 }
 
 KTEST(metrics_endpoint_and_textfile)
 {
 	struct dfix f;
 	struct ktest_proc a = {0};
-	char cg[PATH_MAX], bundles[400], pub[400], prom[400], name[64], cmd[1200], rid[17] = "", label[256];
+	char cg[PATH_MAX], bundles[400], pub[400], prom[400], name[64], rid[17] = "", label[256];
 	char *text = malloc(1 << 20);
 	const char *extra[12];
 	struct ktest_result r;
@@ -119,8 +107,7 @@ KTEST(metrics_endpoint_and_textfile)
 	snprintf(pub, sizeof(pub), "%s/key.pub", f.d.root);
 	snprintf(prom, sizeof(prom), "%s/custode.prom", f.d.root);
 	snprintf(name, sizeof(name), "test/metrics-%d", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "%s bundle keygen --out %s/key >/dev/null 2>&1", ktest_custode(), f.d.root);
-	if (!ASSERT_EQ(system(cmd), 0, "keygen") || !ASSERT_EQ(mkdir(bundles, 0755), 0, "bundles dir"))
+	if (!ASSERT_TRUE(df_keygen(&f, "key"), "keygen") || !ASSERT_EQ(mkdir(bundles, 0755), 0, "bundles dir"))
 		goto out;
 	{
 		char b3[500], lim[500];
