@@ -419,7 +419,7 @@ static __always_inline int cgroup_file_in_run(struct inode *inode, __u64 run_cgi
 {
 	struct kernfs_node *kn = (struct kernfs_node *)inode->i_private;
 
-	return custode_kn_in_run(BPF_CORE_READ(kn, parent), run_cgid, CGROUP_ESCAPE_WALK);
+	return custode_kn_in_run(custode_kn_parent(kn), run_cgid, CGROUP_ESCAPE_WALK);
 }
 
 /* A cached allow for this run, inode and mount at this epoch? */
@@ -450,8 +450,7 @@ static __always_inline void cache_store(struct fs_cache_slot *c, __u64 run_cgid,
 	v->run_cgid = run_cgid;
 }
 
-SEC("lsm/file_open")
-int BPF_PROG(custode_file_open, struct file *file, int ret)
+CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN};
 	struct fs_cache_slot *slot = NULL;
@@ -524,8 +523,7 @@ int BPF_PROG(custode_file_open, struct file *file, int ret)
 }
 
 /* The final file of an exec (and each interpreter on the way): needs exec. */
-SEC("lsm/bprm_check_security")
-int BPF_PROG(custode_bprm_check, struct linux_binprm *bprm, int ret)
+CUSTODE_LSM(bprm_check_security, custode_bprm_check, struct linux_binprm *bprm, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_BPRM_CHECK, .want = CUSTODE_ACCESS_EXEC};
 	struct file *file;
@@ -545,8 +543,7 @@ int BPF_PROG(custode_bprm_check, struct linux_binprm *bprm, int ret)
 }
 
 /* Executable mappings of a file (ld.so ./binary, dlopen) need exec on the file. */
-SEC("lsm/mmap_file")
-int BPF_PROG(custode_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot, unsigned long flags,
+CUSTODE_LSM(mmap_file, custode_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot, unsigned long flags,
 	     int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_MMAP_FILE, .want = CUSTODE_ACCESS_EXEC};
@@ -567,8 +564,7 @@ int BPF_PROG(custode_mmap_file, struct file *file, unsigned long reqprot, unsign
 }
 
 /* Making a file mapping executable later is the same as mapping it so. */
-SEC("lsm/file_mprotect")
-int BPF_PROG(custode_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot, unsigned long prot, int ret)
+CUSTODE_LSM(file_mprotect, custode_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot, unsigned long prot, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_MPROTECT, .want = CUSTODE_ACCESS_EXEC};
 	struct file *file;
@@ -610,34 +606,29 @@ static __always_inline int dir_entry(__u16 hook, __u32 want, const struct path *
 }
 
 /* Regular files (O_CREAT), fifos, device nodes and unix sockets are all made here. */
-SEC("lsm/path_mknod")
-int BPF_PROG(custode_path_mknod, const struct path *dir, struct dentry *dentry, umode_t mode, unsigned int dev, int ret)
+CUSTODE_LSM(path_mknod, custode_path_mknod, const struct path *dir, struct dentry *dentry, umode_t mode, unsigned int dev, int ret)
 {
 	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_MKNOD, CUSTODE_ACCESS_CREATE, dir, dentry);
 }
 
-SEC("lsm/path_mkdir")
-int BPF_PROG(custode_path_mkdir, const struct path *dir, struct dentry *dentry, umode_t mode, int ret)
+CUSTODE_LSM(path_mkdir, custode_path_mkdir, const struct path *dir, struct dentry *dentry, umode_t mode, int ret)
 {
 	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_MKDIR, CUSTODE_ACCESS_CREATE, dir, dentry);
 }
 
-SEC("lsm/path_symlink")
-int BPF_PROG(custode_path_symlink, const struct path *dir, struct dentry *dentry, const char *old_name, int ret)
+CUSTODE_LSM(path_symlink, custode_path_symlink, const struct path *dir, struct dentry *dentry, const char *old_name, int ret)
 {
 	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_SYMLINK, CUSTODE_ACCESS_CREATE, dir, dentry);
 }
 
 /* Unlink, rmdir and link change which inode a name means: every process bumps the cache's generation. */
-SEC("lsm/path_unlink")
-int BPF_PROG(custode_path_unlink, const struct path *dir, struct dentry *dentry, int ret)
+CUSTODE_LSM(path_unlink, custode_path_unlink, const struct path *dir, struct dentry *dentry, int ret)
 {
 	fs_gen_bump();
 	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_UNLINK, CUSTODE_ACCESS_DELETE, dir, dentry);
 }
 
-SEC("lsm/path_rmdir")
-int BPF_PROG(custode_path_rmdir, const struct path *dir, struct dentry *dentry, int ret)
+CUSTODE_LSM(path_rmdir, custode_path_rmdir, const struct path *dir, struct dentry *dentry, int ret)
 {
 	fs_gen_bump();
 	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_RMDIR, CUSTODE_ACCESS_DELETE, dir, dentry);
@@ -648,8 +639,7 @@ int BPF_PROG(custode_path_rmdir, const struct path *dir, struct dentry *dentry, 
  * create, and the source must be inside the run's write scope — else a run
  * could give a file it may only read a second, writable name.
  */
-SEC("lsm/path_link")
-int BPF_PROG(custode_path_link, struct dentry *old_dentry, const struct path *new_dir, struct dentry *new_dentry, int ret)
+CUSTODE_LSM(path_link, custode_path_link, struct dentry *old_dentry, const struct path *new_dir, struct dentry *new_dentry, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_PATH_LINK, .want = CUSTODE_ACCESS_WRITE};
 	struct vfsmount *mnt;
@@ -698,8 +688,7 @@ static __always_inline int rename_end(struct who *w, struct ask *a, const struct
 }
 
 /* Rename deletes at the source and creates at the destination (both ways for RENAME_EXCHANGE). */
-SEC("lsm/path_rename")
-int BPF_PROG(custode_path_rename, const struct path *old_dir, struct dentry *old_dentry, const struct path *new_dir,
+CUSTODE_LSM(path_rename, custode_path_rename, const struct path *old_dir, struct dentry *old_dentry, const struct path *new_dir,
 	     struct dentry *new_dentry, unsigned int flags, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_PATH_RENAME};
@@ -755,20 +744,17 @@ static __always_inline int path_write(__u16 hook, const struct path *path)
 	return 0;
 }
 
-SEC("lsm/path_truncate")
-int BPF_PROG(custode_path_truncate, const struct path *path, int ret)
+CUSTODE_LSM(path_truncate, custode_path_truncate, const struct path *path, int ret)
 {
 	return ret ? ret : path_write(CUSTODE_HOOK_PATH_TRUNCATE, path);
 }
 
-SEC("lsm/path_chmod")
-int BPF_PROG(custode_path_chmod, const struct path *path, umode_t mode, int ret)
+CUSTODE_LSM(path_chmod, custode_path_chmod, const struct path *path, umode_t mode, int ret)
 {
 	return ret ? ret : path_write(CUSTODE_HOOK_PATH_CHMOD, path);
 }
 
-SEC("lsm/path_chown")
-int BPF_PROG(custode_path_chown, const struct path *path, unsigned int uid, unsigned int gid, int ret)
+CUSTODE_LSM(path_chown, custode_path_chown, const struct path *path, unsigned int uid, unsigned int gid, int ret)
 {
 	return ret ? ret : path_write(CUSTODE_HOOK_PATH_CHOWN, path);
 }
@@ -817,28 +803,34 @@ static __always_inline int dentry_write(__u16 hook, struct dentry *dentry)
 }
 
 /* Mode, owner and size changes have path hooks; what's left here is timestamps (utimes). */
-SEC("lsm/inode_setattr")
-int BPF_PROG(custode_inode_setattr, struct dentry *dentry, struct iattr *attr, int ret)
+static __always_inline int setattr_decide(struct dentry *dentry, struct iattr *attr)
 {
-	unsigned int valid;
-
-	if (ret)
-		return ret;
-	valid = attr->ia_valid;
-	if (valid & (ATTR_MODE | ATTR_UID | ATTR_GID | ATTR_SIZE))
+	if (attr->ia_valid & (ATTR_MODE | ATTR_UID | ATTR_GID | ATTR_SIZE))
 		return 0; /* path_chmod, path_chown, path_truncate decided */
 	return dentry_write(CUSTODE_HOOK_INODE_SETATTR, dentry);
 }
 
-SEC("lsm/inode_setxattr")
-int BPF_PROG(custode_inode_setxattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
+/* 6.1: (dentry, attr) */
+CUSTODE_LSM(inode_setattr, custode_inode_setattr, struct dentry *dentry, struct iattr *attr, int ret)
+{
+	return ret ? ret : setattr_decide(dentry, attr);
+}
+
+/* later kernels: the mount's idmap comes first */
+struct mnt_idmap;
+CUSTODE_LSM(inode_setattr, custode_inode_setattr_idmap, struct mnt_idmap *idmap, struct dentry *dentry,
+	    struct iattr *attr, int ret)
+{
+	return ret ? ret : setattr_decide(dentry, attr);
+}
+
+CUSTODE_LSM(inode_setxattr, custode_inode_setxattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
 	     const void *value, size_t size, int flags, int ret)
 {
 	return ret ? ret : dentry_write(CUSTODE_HOOK_INODE_SETXATTR, dentry);
 }
 
-SEC("lsm/inode_removexattr")
-int BPF_PROG(custode_inode_removexattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
+CUSTODE_LSM(inode_removexattr, custode_inode_removexattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
 	     int ret)
 {
 	return ret ? ret : dentry_write(CUSTODE_HOOK_INODE_SETXATTR, dentry);
@@ -861,33 +853,28 @@ static __always_inline int no_mounts(__u16 hook)
 	return deny(&w, &a, CUSTODE_REASON_FILE_MOUNT_DENIED) ? -EPERM : 0;
 }
 
-SEC("lsm/sb_mount")
-int BPF_PROG(custode_sb_mount, const char *dev_name, const struct path *path, const char *type, unsigned long flags,
+CUSTODE_LSM(sb_mount, custode_sb_mount, const char *dev_name, const struct path *path, const char *type, unsigned long flags,
 	     void *data, int ret)
 {
 	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_MOUNT);
 }
 
-SEC("lsm/sb_umount")
-int BPF_PROG(custode_sb_umount, struct vfsmount *mnt, int flags, int ret)
+CUSTODE_LSM(sb_umount, custode_sb_umount, struct vfsmount *mnt, int flags, int ret)
 {
 	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_UMOUNT);
 }
 
-SEC("lsm/sb_pivotroot")
-int BPF_PROG(custode_sb_pivotroot, const struct path *old_path, const struct path *new_path, int ret)
+CUSTODE_LSM(sb_pivotroot, custode_sb_pivotroot, const struct path *old_path, const struct path *new_path, int ret)
 {
 	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_PIVOTROOT);
 }
 
-SEC("lsm/move_mount")
-int BPF_PROG(custode_move_mount, const struct path *from_path, const struct path *to_path, int ret)
+CUSTODE_LSM(move_mount, custode_move_mount, const struct path *from_path, const struct path *to_path, int ret)
 {
 	return ret ? ret : no_mounts(CUSTODE_HOOK_MOVE_MOUNT);
 }
 
-SEC("lsm/path_chroot")
-int BPF_PROG(custode_path_chroot, const struct path *path, int ret)
+CUSTODE_LSM(path_chroot, custode_path_chroot, const struct path *path, int ret)
 {
 	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_PIVOTROOT);
 }
@@ -937,14 +924,12 @@ static __always_inline int unix_peer(__u16 hook, struct sock *other)
 	return deny(&w, &a, CUSTODE_REASON_UNIX_ABSTRACT_DENIED);
 }
 
-SEC("lsm/unix_stream_connect")
-int BPF_PROG(custode_unix_stream_connect, struct sock *sock, struct sock *other, struct sock *newsk, int ret)
+CUSTODE_LSM(unix_stream_connect, custode_unix_stream_connect, struct sock *sock, struct sock *other, struct sock *newsk, int ret)
 {
 	return ret ? ret : unix_peer(CUSTODE_HOOK_UNIX_STREAM_CONNECT, other);
 }
 
-SEC("lsm/unix_may_send")
-int BPF_PROG(custode_unix_may_send, struct socket *sock, struct socket *other, int ret)
+CUSTODE_LSM(unix_may_send, custode_unix_may_send, struct socket *sock, struct socket *other, int ret)
 {
 	return ret ? ret : unix_peer(CUSTODE_HOOK_UNIX_MAY_SEND, BPF_CORE_READ(other, sk));
 }

@@ -154,8 +154,7 @@ static __always_inline int task_access(__u16 hook, __u32 reason, struct task_str
 }
 
 /* ptrace attach and PTRACE_MODE_READ access (/proc/PID/mem, environ, maps, fd; process_vm_*; kcmp; pidfd_getfd). */
-SEC("lsm/ptrace_access_check")
-int BPF_PROG(custode_proc_ptrace_access, struct task_struct *child, unsigned int mode, int ret)
+CUSTODE_LSM(ptrace_access_check, custode_proc_ptrace_access, struct task_struct *child, unsigned int mode, int ret)
 {
 	if (ret)
 		return ret;
@@ -164,8 +163,7 @@ int BPF_PROG(custode_proc_ptrace_access, struct task_struct *child, unsigned int
 }
 
 /* PTRACE_TRACEME: the caller offers itself to its parent. */
-SEC("lsm/ptrace_traceme")
-int BPF_PROG(custode_proc_ptrace_traceme, struct task_struct *parent, int ret)
+CUSTODE_LSM(ptrace_traceme, custode_proc_ptrace_traceme, struct task_struct *parent, int ret)
 {
 	if (ret)
 		return ret;
@@ -176,8 +174,7 @@ int BPF_PROG(custode_proc_ptrace_traceme, struct task_struct *parent, int ret)
  * kill(2) and friends, signal 0 probes included. Only user-originated signals
  * reach this hook (the kernel's own, such as SIGCHLD, do not).
  */
-SEC("lsm/task_kill")
-int BPF_PROG(custode_proc_task_kill, struct task_struct *p, struct kernel_siginfo *info, int sig, const struct cred *cred,
+CUSTODE_LSM(task_kill, custode_proc_task_kill, struct task_struct *p, struct kernel_siginfo *info, int sig, const struct cred *cred,
 	     int ret)
 {
 	if (ret)
@@ -194,8 +191,7 @@ int BPF_PROG(custode_proc_task_kill, struct task_struct *p, struct kernel_siginf
  * in user memory, which this hook cannot read safely) and the socket ioctls
  * FIOSETOWN/SIOCSPGRP are denied.
  */
-SEC("lsm/file_fcntl")
-int BPF_PROG(custode_proc_file_fcntl, struct file *file, unsigned int cmd, unsigned long arg, int ret)
+CUSTODE_LSM(file_fcntl, custode_proc_file_fcntl, struct file *file, unsigned int cmd, unsigned long arg, int ret)
 {
 	struct custode_run *run = NULL;
 	__u64 cgid = 0, pid_tgid;
@@ -220,8 +216,7 @@ int BPF_PROG(custode_proc_file_fcntl, struct file *file, unsigned int cmd, unsig
 	return 0;
 }
 
-SEC("lsm/file_ioctl")
-int BPF_PROG(custode_proc_file_ioctl, struct file *file, unsigned int cmd, unsigned long arg, int ret)
+CUSTODE_LSM(file_ioctl, custode_proc_file_ioctl, struct file *file, unsigned int cmd, unsigned long arg, int ret)
 {
 	struct custode_run *run = NULL;
 	__u64 cgid = 0;
@@ -256,24 +251,30 @@ static __always_inline int run_denied(__u16 hook, __u32 reason, __u32 detail, __
 }
 
 /* Keyrings: creating a key or keyring, and any use of an existing one (inherited session keyrings included). */
-SEC("lsm/key_alloc")
-int BPF_PROG(custode_proc_key_alloc, struct key *key, const struct cred *cred, unsigned long flags, int ret)
+CUSTODE_LSM(key_alloc, custode_proc_key_alloc, struct key *key, const struct cred *cred, unsigned long flags, int ret)
 {
 	if (ret)
 		return ret;
 	return run_denied(CUSTODE_HOOK_KEY_ALLOC, CUSTODE_REASON_PROCESS_KEYRING_DENIED, 0, 0);
 }
 
-SEC("lsm/key_permission")
-int BPF_PROG(custode_proc_key_permission, key_ref_t key_ref, const struct cred *cred, enum key_need_perm need_perm, int ret)
+CUSTODE_LSM(key_permission, custode_proc_key_permission, key_ref_t key_ref, const struct cred *cred, enum key_need_perm need_perm, int ret)
 {
 	if (ret)
 		return ret;
 	return run_denied(CUSTODE_HOOK_KEY_PERMISSION, CUSTODE_REASON_PROCESS_KEYRING_DENIED, (__u32)need_perm, 0);
 }
 
-SEC("lsm/perf_event_open")
-int BPF_PROG(custode_proc_perf_event_open, struct perf_event_attr *attr, int type, int ret)
+/* 6.1: (attr, type) */
+CUSTODE_LSM(perf_event_open, custode_proc_perf_event_open, struct perf_event_attr *attr, int type, int ret)
+{
+	if (ret)
+		return ret;
+	return run_denied(CUSTODE_HOOK_PERF_EVENT_OPEN, CUSTODE_REASON_PROCESS_PERF_DENIED, (__u32)type, 0);
+}
+
+/* later kernels: (type) */
+CUSTODE_LSM(perf_event_open, custode_proc_perf_event_open_type, int type, int ret)
 {
 	if (ret)
 		return ret;
@@ -281,8 +282,7 @@ int BPF_PROG(custode_proc_perf_event_open, struct perf_event_attr *attr, int typ
 }
 
 /* Module autoloading on the run's behalf (e.g. socket() of an unloaded protocol family). */
-SEC("lsm/kernel_module_request")
-int BPF_PROG(custode_proc_module_request, char *kmod_name, int ret)
+CUSTODE_LSM(kernel_module_request, custode_proc_module_request, char *kmod_name, int ret)
 {
 	if (ret)
 		return ret;
@@ -290,8 +290,7 @@ int BPF_PROG(custode_proc_module_request, char *kmod_name, int ret)
 }
 
 /* finit_module, kexec_file_load, IMA policy and key loading; firmware (requested by drivers) is left alone. */
-SEC("lsm/kernel_read_file")
-int BPF_PROG(custode_proc_kernel_read_file, struct file *file, enum kernel_read_file_id id, bool contents, int ret)
+CUSTODE_LSM(kernel_read_file, custode_proc_kernel_read_file, struct file *file, enum kernel_read_file_id id, bool contents, int ret)
 {
 	if (ret)
 		return ret;
@@ -301,8 +300,7 @@ int BPF_PROG(custode_proc_kernel_read_file, struct file *file, enum kernel_read_
 }
 
 /* init_module, kexec_load. */
-SEC("lsm/kernel_load_data")
-int BPF_PROG(custode_proc_kernel_load_data, enum kernel_load_data_id id, bool contents, int ret)
+CUSTODE_LSM(kernel_load_data, custode_proc_kernel_load_data, enum kernel_load_data_id id, bool contents, int ret)
 {
 	if (ret)
 		return ret;
@@ -316,8 +314,7 @@ int BPF_PROG(custode_proc_kernel_load_data, enum kernel_load_data_id id, bool co
  * userfaultfd (the syscall and /dev/userfaultfd) and io_uring instances, both
  * kernel attack surface no run needs.
  */
-SEC("lsm/inode_init_security_anon")
-int BPF_PROG(custode_proc_anon_inode, struct inode *inode, const struct qstr *name, const struct inode *context_inode,
+CUSTODE_LSM(inode_init_security_anon, custode_proc_anon_inode, struct inode *inode, const struct qstr *name, const struct inode *context_inode,
 	     int ret)
 {
 	if (ret)
@@ -346,8 +343,7 @@ int BPF_PROG(custode_proc_anon_inode, struct inode *inode, const struct qstr *na
  */
 #define CUSTODE_CLONE_INTO_CGROUP 0x200000000ULL
 
-SEC("lsm/task_alloc")
-int BPF_PROG(custode_proc_task_alloc, struct task_struct *task, unsigned long clone_flags, int ret)
+CUSTODE_LSM(task_alloc, custode_proc_task_alloc, struct task_struct *task, unsigned long clone_flags, int ret)
 {
 	struct custode_run *run = NULL;
 	__u64 cgid = 0;
@@ -364,8 +360,7 @@ int BPF_PROG(custode_proc_task_alloc, struct task_struct *task, unsigned long cl
 	return 0;
 }
 
-SEC("lsm/bprm_check_security")
-int BPF_PROG(custode_proc_exec, struct linux_binprm *bprm, int ret)
+CUSTODE_LSM(bprm_check_security, custode_proc_exec, struct linux_binprm *bprm, int ret)
 {
 	struct custode_run *run = NULL;
 	__u64 cgid = 0;
@@ -382,17 +377,25 @@ int BPF_PROG(custode_proc_exec, struct linux_binprm *bprm, int ret)
  * whatever its run's policy (so also map and program access by id, pins,
  * links). The engine's own state must never be reachable from a run.
  */
-SEC("lsm/bpf")
-int BPF_PROG(custode_proc_bpf, int cmd, union bpf_attr *attr, unsigned int size, int ret)
+static __always_inline int bpf_cmd(int cmd)
 {
 	struct custode_run *run = NULL;
 	__u64 cgid = 0;
 
-	if (ret)
-		return ret;
 	if (custode_current_run(&run, &cgid) == CUSTODE_NOT_IN_RUN)
 		return 0;
 	return deny(CUSTODE_HOOK_BPF, CUSTODE_REASON_PROCESS_BPF_DENIED, run, cgid, NULL, 0, 0, (__u32)cmd);
+}
+
+CUSTODE_LSM(bpf, custode_proc_bpf, int cmd, union bpf_attr *attr, unsigned int size, int ret)
+{
+	return ret ? ret : bpf_cmd(cmd);
+}
+
+/* later kernels add `kernel` (the call comes from a BPF syscall program): denied in a run all the same */
+CUSTODE_LSM(bpf, custode_proc_bpf_kernel, int cmd, union bpf_attr *attr, unsigned int size, bool kernel, int ret)
+{
+	return ret ? ret : bpf_cmd(cmd);
 }
 
 /* Is the current task executing the custode binary that loaded this object? */
@@ -436,16 +439,14 @@ static __always_inline int bpf_object(__u16 hook, const char *name, __u32 id, __
 	return deny(hook, CUSTODE_REASON_ENGINE_PROTECTED, NULL, 0, NULL, 0, detail, id);
 }
 
-SEC("lsm/bpf_map")
-int BPF_PROG(custode_proc_bpf_map, struct bpf_map *map, fmode_t fmode, int ret)
+CUSTODE_LSM(bpf_map, custode_proc_bpf_map, struct bpf_map *map, fmode_t fmode, int ret)
 {
 	if (ret)
 		return ret;
 	return bpf_object(CUSTODE_HOOK_BPF_MAP, map->name, map->id, (__u32)fmode);
 }
 
-SEC("lsm/bpf_prog")
-int BPF_PROG(custode_proc_bpf_prog, struct bpf_prog *prog, int ret)
+CUSTODE_LSM(bpf_prog, custode_proc_bpf_prog, struct bpf_prog *prog, int ret)
 {
 	struct bpf_prog_aux *aux;
 

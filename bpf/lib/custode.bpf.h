@@ -16,6 +16,74 @@
 #include "custode/abi.h"
 #include "custode/event.h"
 
+/*
+ * An LSM program and the argument count of the hook it was written for.
+ * Hooks change their prototypes between kernels (after 6.1 inode_setattr
+ * gained the mount's idmap and perf_event_open lost its attr; after 6.12 bpf
+ * gained a `kernel` flag): a program written for another prototype would
+ * read its arguments, and the previous LSM's verdict (the trampoline's last
+ * argument), from the wrong slots. The loader (userspace/engine/hooks.c)
+ * compares each program's count, kept in .rodata as custode_hook_nargs__<name>,
+ * with the hook's prototype in the running kernel's BTF (bpf_lsm_<hook>) and
+ * loads only the programs that fit; a hook none of whose programs fits
+ * refuses the class (kernel.hook_unsupported). Variants of one hook for
+ * different kernels are programs of the same hook with different counts.
+ *
+ * Every verdict leaves through custode_lsm_verdict: newer verifiers (6.12)
+ * check that an LSM program returns 0 or -errno (-4095..0), and they can't
+ * bound some values the compiler computes (a negation of a flag, say).
+ */
+#define CUSTODE_LSM(hook, name, args...)                                                                   \
+	const volatile __u32 custode_hook_nargs__##name = ___bpf_narg(args) - 1;                          \
+	static __always_inline int ____##name(unsigned long long *ctx, ##args);                            \
+	SEC("lsm/" #hook) int name(unsigned long long *ctx)                                                \
+	{                                                                                                  \
+		_Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wint-conversion\"")      \
+		return custode_lsm_verdict(____##name(___bpf_ctx_cast(args)));                            \
+		_Pragma("GCC diagnostic pop")                                                              \
+	}                                                                                                  \
+	static __always_inline int ____##name(unsigned long long *ctx, ##args)
+
+#define CUSTODE_MAX_ERRNO 4095
+
+/* 0, or the -errno v is; anything else (never produced) denies with -EPERM. */
+static __always_inline int custode_lsm_verdict(int v)
+{
+	asm volatile("" : "+r"(v)); /* unknown to the compiler: the checks stay branches the verifier follows */
+	if (v == 0)
+		return 0;
+	if (v > 0 || v < -CUSTODE_MAX_ERRNO)
+		return -1; /* -EPERM: fail closed */
+	return v;
+}
+
+/*
+ * kernfs_node.parent, renamed __parent (and RCU-protected) in 6.15: the
+ * flavour the running kernel has, by CO-RE. The _btf form is a direct load
+ * from a trusted BTF pointer; the other reads through probe reads.
+ */
+struct kernfs_node___parent {
+	struct kernfs_node *parent;
+} __attribute__((preserve_access_index));
+
+struct kernfs_node___rcu_parent {
+	struct kernfs_node *__parent;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct kernfs_node *custode_kn_parent_btf(struct kernfs_node *kn)
+{
+	if (bpf_core_field_exists(struct kernfs_node___rcu_parent, __parent))
+		return ((struct kernfs_node___rcu_parent *)kn)->__parent;
+	return ((struct kernfs_node___parent *)kn)->parent;
+}
+
+static __always_inline struct kernfs_node *custode_kn_parent(struct kernfs_node *kn)
+{
+	if (bpf_core_field_exists(struct kernfs_node___rcu_parent, __parent))
+		return BPF_CORE_READ((struct kernfs_node___rcu_parent *)kn, __parent);
+	return BPF_CORE_READ((struct kernfs_node___parent *)kn, parent);
+}
+
 #define EPERM 1
 #define EACCES 13
 #define ENAMETOOLONG 36
@@ -300,7 +368,7 @@ static __always_inline __u64 custode_cgroup_run_btf(struct cgroup *cg)
 	kn = cg->kn;
 	for (int i = 0; i < CUSTODE_CGROUP_WALK && level > root && kn; i++) {
 		below = kn;
-		kn = kn->parent;
+		kn = custode_kn_parent_btf(kn);
 		level--;
 	}
 	if (level != root)
@@ -324,7 +392,7 @@ static __always_inline __u64 custode_cgroup_run_btf(struct cgroup *cg)
 			if (r && (r->flags & CUSTODE_RUN_ATTACHED))
 				return id;
 		}
-		kn = kn->parent;
+		kn = custode_kn_parent_btf(kn);
 		level--;
 	}
 	return 0;
@@ -345,7 +413,7 @@ static __always_inline bool custode_kn_in_run(struct kernfs_node *kn, __u64 run_
 	for (int i = 0; i < max && kn; i++) {
 		if (BPF_CORE_READ(kn, id) == run_cgid)
 			return true;
-		kn = BPF_CORE_READ(kn, parent);
+		kn = custode_kn_parent(kn);
 	}
 	return false;
 }

@@ -57,6 +57,7 @@
 	X(KERNEL_NO_CGROUP2, 103, "kernel.no_cgroup2", "no cgroup v2 hierarchy is mounted") \
 	X(KERNEL_NO_BTF, 104, "kernel.no_btf", "the kernel exposes no BTF") \
 	X(KERNEL_NO_BPFFS, 105, "kernel.no_bpffs", "bpffs is not mounted and cannot be mounted") \
+	X(KERNEL_HOOK_UNSUPPORTED, 106, "kernel.hook_unsupported", "an LSM hook custode needs is missing or has a prototype custode does not know") \
 	X(ENGINE_LOAD_FAILED, 110, "engine.load_failed", "the BPF engine failed to load") \
 	X(ENGINE_MISMATCH, 111, "engine.mismatch", "a pinned engine of another ABI or cgroup root is in use") \
 	X(ENGINE_MAP_FULL, 112, "engine.map_full", "an engine map is full") \

@@ -20,6 +20,7 @@
 
 #include "cgroup/cgroup.h"
 #include "engine/engine.h"
+#include "engine/hooks.h"
 #include "engine/probe.h"
 #include "engine/self.h"
 #include "util/fsutil.h"
@@ -327,6 +328,11 @@ static int load_file_class(struct custode_engine *e, struct custode_refusal *why
 				      strerror(errno));
 	skel->rodata->custode_root_cgid = e->meta.root_cgroup_id;
 	skel->rodata->custode_root_level = e->meta.root_level;
+	err = custode_fit_hooks(skel->obj, "file engine", why);
+	if (err) {
+		file_bpf__destroy(skel);
+		return err;
+	}
 	err = file_bpf__load(skel);
 	if (err)
 		err = lsm_load_refusal(err, "file engine", why);
@@ -360,6 +366,11 @@ static int load_proc_class(struct custode_engine *e, struct custode_refusal *why
 	skel->rodata->custode_root_level = e->meta.root_level;
 	skel->rodata->custode_exe_dev = dev;
 	skel->rodata->custode_exe_ino = ino;
+	err = custode_fit_hooks(skel->obj, "process engine", why);
+	if (err) {
+		proc_bpf__destroy(skel);
+		return err;
+	}
 	err = proc_bpf__load(skel);
 	if (err)
 		err = lsm_load_refusal(err, "process engine", why);

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Fitting LSM programs to the running kernel's hooks (CUSTODE_LSM in
+ * bpf/lib/custode.bpf.h). Each LSM program carries the argument count of the
+ * hook prototype it was written for; the kernel's BTF says what the hook
+ * takes here (the FUNC bpf_lsm_<hook>). Only programs that fit are loaded,
+ * and every hook an object uses must keep exactly one: a hook that none fits
+ * (missing, or a prototype custode doesn't know) refuses the whole class —
+ * never a class with a hole in it.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "engine/hooks.h"
+
+#define NARGS_PREFIX "custode_hook_nargs__"
+
+static struct btf *kernel_btf;
+
+static const struct btf *vmlinux_btf(void)
+{
+	if (!kernel_btf) {
+		kernel_btf = btf__load_vmlinux_btf();
+		if (!kernel_btf)
+			kernel_btf = NULL; /* libbpf returns NULL and sets errno */
+	}
+	return kernel_btf;
+}
+
+void custode_hooks_release(void)
+{
+	btf__free(kernel_btf);
+	kernel_btf = NULL;
+}
+
+int custode_kernel_hook_nargs(const struct btf *btf, const char *hook)
+{
+	char fn[128];
+	const struct btf_type *t;
+	int id;
+
+	if (!btf)
+		return -ENODATA;
+	if (snprintf(fn, sizeof(fn), "bpf_lsm_%s", hook) >= (int)sizeof(fn))
+		return -ENAMETOOLONG;
+	id = btf__find_by_name_kind(btf, fn, BTF_KIND_FUNC);
+	if (id < 0)
+		return -ENOENT;
+	t = btf__type_by_id(btf, id);
+	t = t ? btf__type_by_id(btf, t->type) : NULL;
+	if (!t || !btf_is_func_proto(t))
+		return -EINVAL;
+	return btf_vlen(t);
+}
+
+/* The hook an LSM program attaches to ("lsm/NAME", "lsm.s/NAME"), or NULL. */
+const char *custode_lsm_hook_of(const char *section)
+{
+	const char *slash;
+
+	if (strncmp(section, "lsm/", 4) && strncmp(section, "lsm.s/", 6))
+		return NULL;
+	slash = strchr(section, '/');
+	return slash && slash[1] ? slash + 1 : NULL;
+}
+
+/* The object's .rodata map and its BTF section, for the declared counts. */
+struct declared {
+	const struct btf *btf;
+	const struct btf_type *sec;
+	const char *data;
+	size_t size;
+};
+
+static int declared_open(struct bpf_object *obj, struct declared *d)
+{
+	struct bpf_map *map;
+	int id;
+
+	memset(d, 0, sizeof(*d));
+	d->btf = bpf_object__btf(obj);
+	if (!d->btf)
+		return -ENODATA;
+	id = btf__find_by_name_kind(d->btf, ".rodata", BTF_KIND_DATASEC);
+	if (id < 0)
+		return -ENOENT;
+	d->sec = btf__type_by_id(d->btf, id);
+	bpf_object__for_each_map(map, obj) {
+		const char *name = bpf_map__name(map);
+		size_t n = strlen(name);
+
+		if (bpf_map__is_internal(map) && n >= 7 && !strcmp(name + n - 7, ".rodata")) {
+			d->data = bpf_map__initial_value(map, &d->size);
+			break;
+		}
+	}
+	return d->data ? 0 : -ENOENT;
+}
+
+/* The argument count program `prog` declares, or -ENOENT. */
+static int declared_nargs(const struct declared *d, const char *prog)
+{
+	const struct btf_var_secinfo *vi = btf_var_secinfos(d->sec);
+
+	for (int i = 0; i < btf_vlen(d->sec); i++, vi++) {
+		const struct btf_type *var = btf__type_by_id(d->btf, vi->type);
+		const char *name = var ? btf__name_by_offset(d->btf, var->name_off) : NULL;
+		__u32 v;
+
+		if (!name || strncmp(name, NARGS_PREFIX, strlen(NARGS_PREFIX)) || strcmp(name + strlen(NARGS_PREFIX), prog))
+			continue;
+		if (vi->size != sizeof(v) || (size_t)vi->offset + sizeof(v) > d->size)
+			return -EINVAL;
+		memcpy(&v, d->data + vi->offset, sizeof(v));
+		return (int)v;
+	}
+	return -ENOENT;
+}
+
+int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_refusal *why)
+{
+	const struct btf *kbtf = vmlinux_btf();
+	struct bpf_program *prog, *other;
+	struct declared d;
+	int err;
+
+	if (!kbtf)
+		return custode_refuse(why, ENODATA, CUSTODE_REASON_KERNEL_NO_BTF,
+				      "%s: the kernel's BTF (/sys/kernel/btf/vmlinux) cannot be read, so its LSM hook "
+				      "prototypes are unknown",
+				      what);
+	err = declared_open(obj, &d);
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED,
+				      "%s: no hook argument counts in the object (.rodata): %s", what, strerror(-err));
+	bpf_object__for_each_program(prog, obj) {
+		const char *hook = custode_lsm_hook_of(bpf_program__section_name(prog));
+		int want, have;
+
+		if (!hook || bpf_program__type(prog) != BPF_PROG_TYPE_LSM)
+			continue;
+		want = declared_nargs(&d, bpf_program__name(prog));
+		if (want < 0)
+			return custode_refuse(why, -want, CUSTODE_REASON_ENGINE_LOAD_FAILED,
+					      "%s: program %s declares no hook argument count (use CUSTODE_LSM)", what,
+					      bpf_program__name(prog));
+		have = custode_kernel_hook_nargs(kbtf, hook);
+		bpf_program__set_autoload(prog, have == want);
+	}
+	/* every hook keeps exactly one program (each hook checked at its first program) */
+	bpf_object__for_each_program(prog, obj) {
+		const char *hook = custode_lsm_hook_of(bpf_program__section_name(prog));
+		bool seen = false, before = true;
+		char known[256] = "";
+		size_t len = 0;
+		int fitting = 0, have;
+
+		if (!hook || bpf_program__type(prog) != BPF_PROG_TYPE_LSM)
+			continue;
+		bpf_object__for_each_program(other, obj) {
+			const char *h = custode_lsm_hook_of(bpf_program__section_name(other));
+
+			if (other == prog)
+				before = false;
+			if (!h || strcmp(h, hook))
+				continue;
+			if (before)
+				seen = true;
+			fitting += bpf_program__autoload(other);
+			if (len < sizeof(known))
+				len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%d", len ? " or " : "",
+							declared_nargs(&d, bpf_program__name(other)));
+		}
+		if (seen || fitting == 1)
+			continue;
+		have = custode_kernel_hook_nargs(kbtf, hook);
+		if (fitting > 1)
+			return custode_refuse(why, EINVAL, CUSTODE_REASON_ENGINE_LOAD_FAILED,
+					      "%s: %d programs fit LSM hook %s (%d arguments); one must", what, fitting,
+					      hook, have);
+		if (have == -ENOENT)
+			return custode_refuse(why, ENOENT, CUSTODE_REASON_KERNEL_HOOK_UNSUPPORTED,
+					      "%s: this kernel has no LSM hook %s (no bpf_lsm_%s in its BTF)", what, hook,
+					      hook);
+		return custode_refuse(why, EINVAL, CUSTODE_REASON_KERNEL_HOOK_UNSUPPORTED,
+				      "%s: LSM hook %s takes %d arguments on this kernel; custode's programs for it "
+				      "take %s",
+				      what, hook, have, known);
+	}
+	return 0;
+}

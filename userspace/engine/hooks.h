@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* LSM programs fitted to the running kernel's hook prototypes (engine/hooks.c). */
+#ifndef CUSTODE_ENGINE_HOOKS_H
+#define CUSTODE_ENGINE_HOOKS_H
+
+#include "util/reasons.h"
+
+struct bpf_object;
+struct btf;
+
+/*
+ * Set each LSM program of obj to load only if its declared argument count
+ * (CUSTODE_LSM) is its hook's in this kernel's BTF. Refuses (nothing loaded)
+ * when a hook keeps no program: kernel.hook_unsupported, naming the hook.
+ * `what` names the class in messages.
+ */
+int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_refusal *why);
+
+/* The argument count of LSM hook `hook` in btf (bpf_lsm_<hook>), or -ENOENT if it has none. */
+int custode_kernel_hook_nargs(const struct btf *btf, const char *hook);
+
+/* "file_open" for "lsm/file_open" or "lsm.s/file_open"; NULL for other sections. */
+const char *custode_lsm_hook_of(const char *section);
+
+/* Free the kernel BTF kept between calls. */
+void custode_hooks_release(void);
+
+#endif
