@@ -59,8 +59,12 @@ static __always_inline int custode_lsm_verdict(int v)
 
 /*
  * kernfs_node.parent, renamed __parent (and RCU-protected) in 6.15: the
- * flavour the running kernel has, by CO-RE. The _btf form is a direct load
- * from a trusted BTF pointer; the other reads through probe reads.
+ * flavour the running kernel has, by CO-RE. Each flavour is read in its own
+ * subprogram: inlined, clang merges the two reads into one load at a
+ * selected offset, which reaches the relocation that can't be resolved on
+ * this kernel (libbpf poisons it) whatever bpf_core_field_exists said. The
+ * _btf form is a direct load from a trusted BTF pointer; the other reads
+ * through probe reads.
  */
 struct kernfs_node___parent {
 	struct kernfs_node *parent;
@@ -70,18 +74,38 @@ struct kernfs_node___rcu_parent {
 	struct kernfs_node *__parent;
 } __attribute__((preserve_access_index));
 
+static __noinline struct kernfs_node *custode_kn_parent_btf_old(struct kernfs_node *kn)
+{
+	return kn ? ((struct kernfs_node___parent *)kn)->parent : NULL;
+}
+
+static __noinline struct kernfs_node *custode_kn_parent_btf_rcu(struct kernfs_node *kn)
+{
+	return kn ? ((struct kernfs_node___rcu_parent *)kn)->__parent : NULL;
+}
+
 static __always_inline struct kernfs_node *custode_kn_parent_btf(struct kernfs_node *kn)
 {
 	if (bpf_core_field_exists(struct kernfs_node___rcu_parent, __parent))
-		return ((struct kernfs_node___rcu_parent *)kn)->__parent;
-	return ((struct kernfs_node___parent *)kn)->parent;
+		return custode_kn_parent_btf_rcu(kn);
+	return custode_kn_parent_btf_old(kn);
+}
+
+static __noinline struct kernfs_node *custode_kn_parent_old(struct kernfs_node *kn)
+{
+	return BPF_CORE_READ((struct kernfs_node___parent *)kn, parent);
+}
+
+static __noinline struct kernfs_node *custode_kn_parent_rcu(struct kernfs_node *kn)
+{
+	return BPF_CORE_READ((struct kernfs_node___rcu_parent *)kn, __parent);
 }
 
 static __always_inline struct kernfs_node *custode_kn_parent(struct kernfs_node *kn)
 {
 	if (bpf_core_field_exists(struct kernfs_node___rcu_parent, __parent))
-		return BPF_CORE_READ((struct kernfs_node___rcu_parent *)kn, __parent);
-	return BPF_CORE_READ((struct kernfs_node___parent *)kn, parent);
+		return custode_kn_parent_rcu(kn);
+	return custode_kn_parent_old(kn);
 }
 
 #define EPERM 1

@@ -518,6 +518,8 @@ int main(int argc, char **argv)
 	bool require_all = false, list = false;
 	char **patterns = NULL;
 	int npat = 0, pass = 0, fail = 0, skip = 0, ran = 0;
+	struct timespec t0, t1;
+	double secs, total = 0;
 	ssize_t n;
 
 	for (int i = 1; i < argc; i++) {
@@ -562,6 +564,7 @@ int main(int argc, char **argv)
 		}
 		ran++;
 		fflush(NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		pid = fork();
 		if (pid == 0) {
 			tests[i].fn();
@@ -570,6 +573,10 @@ int main(int argc, char **argv)
 		}
 		waitpid(pid, &st, 0);
 		code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		total += secs;
+		printf("# %s: %.1f s\n", tests[i].name, secs);
 		if (code == 0) {
 			printf("ok %d - %s\n", ran, tests[i].name);
 			pass++;
@@ -584,7 +591,7 @@ int main(int argc, char **argv)
 	}
 	if (list)
 		return 0;
-	printf("1..%d\n# pass %d, fail %d, skip %d\n", ran, pass, fail, skip);
+	printf("1..%d\n# pass %d, fail %d, skip %d (%.0f s)\n", ran, pass, fail, skip, total);
 	if (ran == 0)
 		return 1;
 	if (fail)
