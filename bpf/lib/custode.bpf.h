@@ -247,6 +247,35 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } custode_seq SEC(".maps");
 
+/* Bumped by userspace after every change to custode_runs or custode_gates (the run cache's validity). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_runs_gen SEC(".maps");
+
+/*
+ * The run cache (include/custode/abi.h, struct custode_run_cache): cgroup
+ * storage, so an entry goes with its cgroup. On kernels without
+ * BPF_MAP_TYPE_CGRP_STORAGE (6.1) the loader turns this into a one-entry
+ * array that nothing uses, and leaves custode_use_run_cache at 0 (the code
+ * that would use it is never verified there).
+ */
+#define CUSTODE_MAP_TYPE_CGRP_STORAGE 32 /* BPF_MAP_TYPE_CGRP_STORAGE (6.2); not in 6.1's headers */
+
+struct {
+	__uint(type, CUSTODE_MAP_TYPE_CGRP_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct custode_run_cache);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_run_cache SEC(".maps");
+
+/* Set by the loader: 1 where the kernel has cgroup storage and this object may call its helpers (LSM objects). */
+const volatile __u32 custode_use_run_cache = 0;
+
 enum custode_lookup {
 	CUSTODE_NOT_IN_RUN = 0,
 	CUSTODE_IN_RUN = 1,
@@ -313,6 +342,65 @@ static __always_inline int custode_attached_run(__u32 levels, struct custode_run
 }
 
 /*
+ * The attached run of the current task below a gate, through the run cache
+ * where the kernel has one: a storage lookup on the task's cgroup, valid
+ * while custode_runs_gen is unchanged; else (a miss, or 6.1) the lookups of
+ * custode_attached_run, whose answer is then cached.
+ */
+static __always_inline int custode_gated_run(__u32 levels, struct custode_run **runp, __u64 *run_cgid)
+{
+	struct custode_run_cache *c;
+	volatile struct custode_run_cache *v;
+	struct task_struct *task;
+	struct cgroup *cg;
+	struct custode_run *r;
+	__u64 gen, tag, id, seen;
+	__u32 zero = 0;
+	__u64 *g;
+	int where;
+
+	if (!custode_use_run_cache)
+		return custode_attached_run(levels, runp, run_cgid);
+	g = bpf_map_lookup_elem(&custode_runs_gen, &zero);
+	if (!g)
+		return custode_attached_run(levels, runp, run_cgid);
+	gen = *(volatile __u64 *)g;
+	tag = CUSTODE_RUN_CACHE_VALID | gen;
+	task = bpf_get_current_task_btf();
+	cg = task->cgroups->dfl_cgrp;
+	c = bpf_cgrp_storage_get(&custode_run_cache, cg, 0, 0);
+	if (c) {
+		v = c;
+		seen = v->gen;
+		id = v->run_cgid;
+		if (seen == tag && v->gen == seen) {
+			if (!id)
+				return CUSTODE_NOT_IN_RUN;
+			r = bpf_map_lookup_elem(&custode_runs, &id);
+			if (!r || !(r->flags & CUSTODE_RUN_ATTACHED))
+				return CUSTODE_NOT_IN_RUN; /* the run ended; the next bump invalidates */
+			*runp = r;
+			*run_cgid = id;
+			return CUSTODE_IN_RUN;
+		}
+	}
+	where = custode_attached_run(levels, runp, run_cgid);
+	if (!c)
+		c = bpf_cgrp_storage_get(&custode_run_cache, cg, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (c) {
+		v = c;
+		seen = v->gen;
+		/* claim it; another writer holding it means we just don't cache this time */
+		if (seen != CUSTODE_RUN_CACHE_BUSY &&
+		    __sync_val_compare_and_swap(&c->gen, seen, CUSTODE_RUN_CACHE_BUSY) == seen) {
+			v->run_cgid = where == CUSTODE_IN_RUN ? *run_cgid : 0;
+			v->gen = tag;
+		}
+	}
+	return where;
+}
+
+/*
  * Find the current task's run. The cheap test comes first: a task whose
  * ancestor at custode's root level is neither custode's root nor a gate of
  * attached runs is outside every run and costs one helper call, an inlined
@@ -333,7 +421,7 @@ static __always_inline int custode_current_run(struct custode_run **runp, __u64 
 		levels = custode_gate_levels(top);
 		if (!levels)
 			return CUSTODE_NOT_IN_RUN;
-		return custode_attached_run(levels, runp, run_cgid);
+		return custode_gated_run(levels, runp, run_cgid);
 	}
 	id = bpf_get_current_ancestor_cgroup_id(custode_root_level + 1);
 	if (!id) /* a task in custode's root cgroup itself: not a run */
@@ -360,7 +448,7 @@ static __always_inline __u64 custode_current_run_cgid(void)
 	top = bpf_get_current_ancestor_cgroup_id(custode_root_level);
 	if (top != custode_root_cgid) {
 		levels = custode_gate_levels(top);
-		if (!levels || custode_attached_run(levels, &run, &id) != CUSTODE_IN_RUN)
+		if (!levels || custode_gated_run(levels, &run, &id) != CUSTODE_IN_RUN)
 			return 0;
 		return id;
 	}

@@ -10,7 +10,7 @@
 #include "custode/types.h"
 #include "custode/reasons.h"
 
-#define CUSTODE_ABI_VERSION 2 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED */
+#define CUSTODE_ABI_VERSION 3 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache */
 
 /* bpffs layout of the pinned engine */
 #define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"
@@ -292,6 +292,27 @@ struct custode_event_stats {
 	__u64 throttle_records; /* throttle records written (also counted in custode_stats.events) */
 };
 
+/*
+ * The run cache (kernels with BPF_MAP_TYPE_CGRP_STORAGE, 6.2+): a task's
+ * attached run, or none, kept on its cgroup v2 (map custode_run_cache), so a
+ * task below a gate finds it with one storage lookup instead of an
+ * ancestor-id call and a hash lookup per attached level. A cgroup's
+ * ancestry never changes, so the answer only changes with the registry:
+ * userspace bumps custode_runs_gen (array, one __u64) after every change to
+ * custode_runs or custode_gates, and an entry holds only while its `gen` is
+ * CUSTODE_RUN_CACHE_VALID | that value. Writers claim an entry by moving
+ * `gen` to CUSTODE_RUN_CACHE_BUSY (cmpxchg), readers re-read `gen` after
+ * `run_cgid`: a torn entry never validates. docs/engine.md.
+ */
+struct custode_run_cache {
+	__u64 gen;      /* CUSTODE_RUN_CACHE_VALID | custode_runs_gen, BUSY while written, 0 never filled */
+	__u64 run_cgid; /* the attached run's cgroup id; 0: in no run */
+};
+
+#define CUSTODE_RUN_CACHE_VALID (1ull << 63)
+#define CUSTODE_RUN_CACHE_BUSY 1ull
+
+_Static_assert(sizeof(struct custode_run_cache) == 16, "custode_run_cache ABI");
 _Static_assert(sizeof(struct custode_gate) == 16, "custode_gate ABI");
 _Static_assert(sizeof(struct custode_gates) == 8 + 16 * CUSTODE_MAX_GATES, "custode_gates ABI");
 _Static_assert(sizeof(struct custode_throttle_key) == 16, "custode_throttle_key ABI");

@@ -455,6 +455,9 @@ static int gates_sync(struct custode_engine *e, struct custode_refusal *why)
 	    (memcmp(&p2, &p1, sizeof(p1)) && bpf_map_update_elem(fd, &zero, &p2, BPF_ANY) < 0))
 		err = custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "write custode_gates: %s",
 				     strerror(errno));
+	/* the run cache may hold answers computed with the old gates */
+	if (custode_engine_bump_runs_gen() < 0 && !err)
+		err = custode_refuse(why, EIO, CUSTODE_REASON_RUN_SETUP_FAILED, "bump custode_runs_gen");
 out:
 	free(keys);
 	free(want);

@@ -11,6 +11,7 @@
 
 #include "cgroup/cgroup.h"
 #include "doctor/doctor.h"
+#include "engine/engine.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
 
@@ -21,6 +22,82 @@ static void class_from_lsm(struct custode_class_status *c, const struct custode_
 		c->reason = CUSTODE_REASON_KERNEL_LSM_UNAVAILABLE;
 		snprintf(c->cause, sizeof(c->cause), "%s", p->lsm_cause);
 	}
+}
+
+/*
+ * "Available" means the class's real engine object loads on this kernel: a
+ * dry load (verified, never pinned or attached), so doctor never promises
+ * what `run` would refuse.
+ */
+static void class_dry_load(struct custode_class_status *c, unsigned cls)
+{
+	struct custode_refusal why = {0};
+
+	if (!c->available)
+		return;
+	if (custode_engine_dry_load(cls, &why) == 0) {
+		c->verified = true;
+		return;
+	}
+	c->available = false;
+	c->reason = why.reason;
+	snprintf(c->cause, sizeof(c->cause), "%s", why.detail);
+}
+
+/*
+ * The kernel's build configuration, where the host keeps it
+ * (/boot/config-RELEASE): the options custode needs, for the fix hint.
+ */
+static void kernel_config(struct custode_doctor_report *r)
+{
+	static const char *const need[] = {"CONFIG_BPF_SYSCALL", "CONFIG_BPF_LSM", "CONFIG_DEBUG_INFO_BTF",
+					   "CONFIG_CGROUP_BPF", "CONFIG_SECURITY_PATH", "CONFIG_BPF_JIT"};
+	char path[300], *text = NULL;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "/boot/config-%s", r->release);
+	if (custode_read_file(path, 1 << 20, &text, NULL) != 0) {
+		snprintf(r->config_evidence, sizeof(r->config_evidence), "%s unreadable: options not checked", path);
+		return;
+	}
+	r->config_known = true;
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		char on[64];
+		snprintf(on, sizeof(on), "\n%s=y", need[i]);
+		if (!strstr(text, on) && strncmp(text, on + 1, strlen(on + 1)) != 0 &&
+		    len < sizeof(r->config_missing))
+			len += (size_t)snprintf(r->config_missing + len, sizeof(r->config_missing) - len, "%s%s",
+						len ? " " : "", need[i]);
+	}
+	free(text);
+	if (r->config_missing[0])
+		snprintf(r->config_evidence, sizeof(r->config_evidence), "%s: not set: %s", path, r->config_missing);
+	else
+		snprintf(r->config_evidence, sizeof(r->config_evidence), "%s: every option custode needs is set", path);
+}
+
+/* What to do about an unavailable LSM class, added to its cause. */
+static void lsm_hint(struct custode_class_status *c, const struct custode_doctor_report *r)
+{
+	const struct custode_probe_result *p = &r->probe;
+	size_t n = strlen(c->cause);
+
+	if (c->available || n >= sizeof(c->cause) - 1)
+		return;
+	if (r->config_known && strstr(r->config_missing, "CONFIG_BPF_LSM"))
+		snprintf(c->cause + n, sizeof(c->cause) - n, "; fix: a kernel built with CONFIG_BPF_LSM=y");
+	else if (r->config_known && strstr(r->config_missing, "CONFIG_DEBUG_INFO_BTF"))
+		snprintf(c->cause + n, sizeof(c->cause) - n, "; fix: a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+	else if (p->lsm_list_known && !p->bpf_lsm_active)
+		snprintf(c->cause + n, sizeof(c->cause) - n, "; fix: boot with lsm=%s%sbpf", p->lsm_list,
+			 p->lsm_list[0] ? "," : "");
+	else if (p->lockdown[0] && strcmp(p->lockdown, "none") != 0 && c->reason == CUSTODE_REASON_KERNEL_LSM_UNAVAILABLE)
+		snprintf(c->cause + n, sizeof(c->cause) - n,
+			 "; fix: boot without lockdown (Secure Boot enforces it) or run custode in a guest");
+	else if (c->reason == CUSTODE_REASON_KERNEL_HOOK_UNSUPPORTED || c->reason == CUSTODE_REASON_ENGINE_LOAD_FAILED)
+		snprintf(c->cause + n, sizeof(c->cause) - n,
+			 "; this kernel (%s) is not one custode supports yet: report it with `custode doctor --json`",
+			 r->release);
 }
 
 void custode_doctor_run(struct custode_doctor_report *r)
@@ -48,6 +125,7 @@ void custode_doctor_run(struct custode_doctor_report *r)
 	}
 	r->bpffs = statfs("/sys/fs/bpf", &st) == 0 && st.f_type == BPF_FS_MAGIC;
 
+	kernel_config(r);
 	class_from_lsm(&r->file, &r->probe);
 	class_from_lsm(&r->process, &r->probe);
 	r->egress.available = r->cgroup2 && r->probe.cgroup_loads;
@@ -57,6 +135,13 @@ void custode_doctor_run(struct custode_doctor_report *r)
 	} else if (!r->probe.cgroup_loads) {
 		r->egress.reason = CUSTODE_REASON_KERNEL_CGROUP_BPF_UNAVAILABLE;
 		snprintf(r->egress.cause, sizeof(r->egress.cause), "%s", r->probe.cgroup_cause);
+	}
+	if (r->root) {
+		class_dry_load(&r->file, CUSTODE_CLASS_FILE);
+		class_dry_load(&r->process, CUSTODE_CLASS_PROCESS);
+		class_dry_load(&r->egress, CUSTODE_CLASS_EGRESS);
+		lsm_hint(&r->file, r);
+		lsm_hint(&r->process, r);
 	}
 	if (!r->root) {
 		struct custode_class_status *all[] = {&r->file, &r->process, &r->egress};
@@ -86,6 +171,10 @@ static json_t *class_json(const struct custode_class_status *c, const char *mech
 {
 	json_t *o = json_pack("{s:b, s:s}", "available", c->available, "mechanism", mechanism);
 
+	if (c->available)
+		json_object_set_new(o, "evidence", json_string(c->verified ? "the engine object loads on this kernel "
+									      "(dry load: verified, not attached)"
+									    : "probe program loads"));
 	if (!c->available) {
 		json_object_set_new(o, "reason", json_string(custode_reason_name(c->reason)));
 		json_object_set_new(o, "cause", json_string(c->cause));
@@ -111,6 +200,7 @@ json_t *custode_doctor_json(const struct custode_doctor_report *r)
 	else
 		snprintf(ev, sizeof(ev), "%s (errno %d)", p->lsm_cause, p->lsm_errno);
 	json_object_set_new(checks, "lsm_program_loads", check(p->lsm_loads, ev));
+	json_object_set_new(checks, "kernel_config", check(!r->config_known || !r->config_missing[0], r->config_evidence));
 	if (p->cgroup_loads)
 		snprintf(ev, sizeof(ev), "a cgroup/connect4 program loaded");
 	else
@@ -144,6 +234,7 @@ static void print_human(const struct custode_doctor_report *r)
 	printf("lockdown    %s\n", p->lockdown[0] ? p->lockdown : "unknown");
 	printf("BTF         %s\n", p->btf ? "yes" : "no");
 	printf("LSM probe   %s\n", p->lsm_loads ? "loads" : p->lsm_cause);
+	printf("config      %s\n", r->config_evidence);
 	printf("cgroup BPF  %s\n", p->cgroup_loads ? "loads" : p->cgroup_cause);
 	printf("cgroup2     %s (controllers: %s)\n", r->cgroup2 ? r->cgroup2_mount : "not mounted",
 	       r->cgroup2_controllers[0] ? r->cgroup2_controllers : "none");
@@ -151,7 +242,8 @@ static void print_human(const struct custode_doctor_report *r)
 	printf("\n");
 	for (int i = 0; i < 3; i++) {
 		if (classes[i].c->available)
-			printf("%-8s available\n", classes[i].name);
+			printf("%-8s available%s\n", classes[i].name,
+			       classes[i].c->verified ? " (its engine object loads on this kernel)" : "");
 		else
 			printf("%-8s unavailable: %s: %s\n", classes[i].name, custode_reason_name(classes[i].c->reason),
 			       classes[i].c->cause);

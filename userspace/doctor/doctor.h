@@ -9,6 +9,7 @@
 
 struct custode_class_status {
 	bool available;
+	bool verified;   /* the class's engine object loaded here (dry load) */
 	int reason;      /* enum custode_reason when !available */
 	char cause[384];
 };
@@ -22,6 +23,9 @@ struct custode_doctor_report {
 	char cgroup2_mount[256];
 	char cgroup2_controllers[256];
 	bool bpffs;
+	bool config_known;          /* /boot/config-RELEASE read */
+	char config_missing[256];   /* options custode needs that are not =y */
+	char config_evidence[384];
 	struct custode_class_status file, process, egress;
 };
 

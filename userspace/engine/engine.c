@@ -246,13 +246,80 @@ static int unlink_dir_entries(const char *dir)
 	return err;
 }
 
+/* The ids of the programs behind the pinned links (as many as fit in ids[max]). */
+static size_t pinned_prog_ids(__u32 *ids, size_t max)
+{
+	DIR *d = opendir(CUSTODE_PIN_LINKS);
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max) {
+		struct bpf_link_info info;
+		__u32 len = sizeof(info);
+		char path[PATH_MAX];
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", CUSTODE_PIN_LINKS, de->d_name);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.prog_id)
+			ids[n++] = info.prog_id;
+		close(fd);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Wait until none of these programs runs any more. Dropping a link's last
+ * reference detaches it later, not at once (the bpffs inode is freed after
+ * an RCU grace period, an LSM trampoline is rebuilt after an RCU tasks grace
+ * period): measured on 6.12 under TCG, an unpinned file_open program kept
+ * deciding for seconds, with maps the next engine no longer fills. A
+ * program's id goes away only once it is detached and freed.
+ */
+#define UNPIN_WAIT_MS 60000
+
+static int wait_progs_gone(const __u32 *ids, size_t n)
+{
+	for (int waited = 0;; waited += 10) {
+		size_t alive = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			int fd = bpf_prog_get_fd_by_id(ids[i]);
+
+			if (fd >= 0) {
+				close(fd);
+				alive++;
+			} else if (errno != ENOENT) {
+				alive++; /* can't tell: keep waiting */
+			}
+		}
+		if (!alive)
+			return 0;
+		if (waited >= UNPIN_WAIT_MS)
+			return -ETIMEDOUT;
+		usleep(10000);
+	}
+}
+
 static int unpin_all(void)
 {
+	__u32 ids[256];
+	size_t n = pinned_prog_ids(ids, sizeof(ids) / sizeof(ids[0]));
 	int err = 0, r;
 
 	/* Links first: their programs stop running before the maps go. */
 	r = unlink_dir_entries(CUSTODE_PIN_LINKS);
 	if (r)
+		err = r;
+	if ((r = wait_progs_gone(ids, n)) && !err)
 		err = r;
 	if (unlink(CUSTODE_PIN_ROOT "/meta") < 0 && errno != ENOENT && !err)
 		err = -errno;
@@ -304,6 +371,19 @@ rollback:
 	return err;
 }
 
+/* The run cache map fitted to this kernel; *use (if given) says whether the object may use it. */
+static int fit_run_cache(struct bpf_object *obj, volatile __u32 *use, struct custode_refusal *why)
+{
+	bool have = false;
+	int err = custode_fit_run_cache(obj, &have);
+
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "run cache map: %s", strerror(-err));
+	if (use)
+		*use = have;
+	return 0;
+}
+
 /* A load failure of an LSM object: doctor's cause if the host refuses LSM programs, else the verifier's words. */
 static int lsm_load_refusal(int err, const char *what, struct custode_refusal *why)
 {
@@ -329,6 +409,8 @@ static int load_file_class(struct custode_engine *e, struct custode_refusal *why
 	skel->rodata->custode_root_cgid = e->meta.root_cgroup_id;
 	skel->rodata->custode_root_level = e->meta.root_level;
 	err = custode_fit_hooks(skel->obj, "file engine", why);
+	if (!err)
+		err = fit_run_cache(skel->obj, &skel->rodata->custode_use_run_cache, why);
 	if (err) {
 		file_bpf__destroy(skel);
 		return err;
@@ -367,6 +449,8 @@ static int load_proc_class(struct custode_engine *e, struct custode_refusal *why
 	skel->rodata->custode_exe_dev = dev;
 	skel->rodata->custode_exe_ino = ino;
 	err = custode_fit_hooks(skel->obj, "process engine", why);
+	if (!err)
+		err = fit_run_cache(skel->obj, &skel->rodata->custode_use_run_cache, why);
 	if (err) {
 		proc_bpf__destroy(skel);
 		return err;
@@ -398,6 +482,9 @@ static int load_net_class(struct custode_engine *e, struct custode_refusal *why)
 	}
 	skel->rodata->custode_root_cgid = e->meta.root_cgroup_id;
 	skel->rodata->custode_root_level = e->meta.root_level;
+	/* the map only, so every object pins the same one: cgroup programs can't call bpf_get_current_task_btf */
+	if ((err = fit_run_cache(skel->obj, NULL, why)))
+		goto out;
 	err = net_bpf__load(skel);
 	if (err) {
 		struct custode_probe_result pr = {0};
@@ -419,6 +506,103 @@ static int load_net_class(struct custode_engine *e, struct custode_refusal *why)
 out:
 	net_bpf__destroy(skel);
 	close(cgfd);
+	return err;
+}
+
+/*
+ * A dry load of one class: the real object, verified by this kernel with
+ * realistic constants, but unpinned, with its maps shrunk, never attached,
+ * and destroyed at once. What doctor means by "available".
+ */
+static void dry_maps(struct bpf_object *obj)
+{
+	struct bpf_map *map;
+
+	bpf_object__for_each_map(map, obj) {
+		bpf_map__set_pin_path(map, NULL);
+		switch (bpf_map__type(map)) {
+		case BPF_MAP_TYPE_HASH:
+		case BPF_MAP_TYPE_LRU_HASH:
+		case BPF_MAP_TYPE_LPM_TRIE:
+		case BPF_MAP_TYPE_PERCPU_HASH:
+			bpf_map__set_max_entries(map, 1);
+			break;
+		case BPF_MAP_TYPE_RINGBUF:
+			bpf_map__set_max_entries(map, 4096);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static int dry_refusal(int err, const char *what, struct custode_refusal *why)
+{
+	char prog[128], verdict[256];
+
+	custode_libbpf_failure(prog, sizeof(prog), verdict, sizeof(verdict));
+	return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "%s: program %s: %s", what,
+			      prog[0] ? prog : "(unknown)", verdict[0] ? verdict : strerror(-err));
+}
+
+int custode_engine_dry_load(unsigned cls, struct custode_refusal *why)
+{
+	const __u64 root_cgid = 1; /* any live id: the verifier folds these constants */
+	const __u32 root_level = 1;
+	int err = 0;
+
+	custode_libbpf_log_reset();
+	if (cls == CUSTODE_CLASS_FILE) {
+		struct file_bpf *skel = file_bpf__open();
+
+		if (!skel)
+			return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open file engine: %s",
+					      strerror(errno));
+		skel->rodata->custode_root_cgid = root_cgid;
+		skel->rodata->custode_root_level = root_level;
+		dry_maps(skel->obj);
+		err = custode_fit_hooks(skel->obj, "file engine", why);
+		if (!err)
+			err = fit_run_cache(skel->obj, &skel->rodata->custode_use_run_cache, why);
+		if (!err && (err = file_bpf__load(skel)))
+			err = dry_refusal(err, "file engine", why);
+		file_bpf__destroy(skel);
+	} else if (cls == CUSTODE_CLASS_PROCESS) {
+		struct proc_bpf *skel = proc_bpf__open();
+		__u64 dev = 1, ino = 1;
+
+		if (!skel)
+			return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open process engine: %s",
+					      strerror(errno));
+		custode_self_exe_identity(&dev, &ino);
+		skel->rodata->custode_root_cgid = root_cgid;
+		skel->rodata->custode_root_level = root_level;
+		skel->rodata->custode_exe_dev = dev;
+		skel->rodata->custode_exe_ino = ino;
+		dry_maps(skel->obj);
+		err = custode_fit_hooks(skel->obj, "process engine", why);
+		if (!err)
+			err = fit_run_cache(skel->obj, &skel->rodata->custode_use_run_cache, why);
+		if (!err && (err = proc_bpf__load(skel)))
+			err = dry_refusal(err, "process engine", why);
+		proc_bpf__destroy(skel);
+	} else if (cls == CUSTODE_CLASS_EGRESS) {
+		struct net_bpf *skel = net_bpf__open();
+
+		if (!skel)
+			return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open egress engine: %s",
+					      strerror(errno));
+		skel->rodata->custode_root_cgid = root_cgid;
+		skel->rodata->custode_root_level = root_level;
+		dry_maps(skel->obj);
+		err = fit_run_cache(skel->obj, NULL, why);
+		if (!err && (err = net_bpf__load(skel)))
+			err = dry_refusal(err, "egress engine", why);
+		net_bpf__destroy(skel);
+	} else {
+		return custode_refuse(why, EINVAL, CUSTODE_REASON_ENGINE_LOAD_FAILED, "unknown class %#x", cls);
+	}
+	custode_hooks_release();
 	return err;
 }
 
@@ -609,6 +793,7 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 		goto out;
 	}
 out:
+	custode_hooks_release();
 	custode_engine_unlock(lock);
 	if (err)
 		custode_engine_close(e);
@@ -840,7 +1025,7 @@ int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct c
 		bpf_map_delete_elem(e->counters_fd, &cgid);
 		return err;
 	}
-	return 0;
+	return custode_engine_bump_runs_gen();
 }
 
 int custode_engine_bump_fs_gen(struct custode_engine *e)
@@ -861,6 +1046,27 @@ int custode_engine_bump_fs_gen(struct custode_engine *e)
 	return 0;
 }
 
+/*
+ * After every change to custode_runs or custode_gates: the run cache
+ * (include/custode/abi.h) holds only answers computed at the new value.
+ */
+int custode_engine_bump_runs_gen(void)
+{
+	__u32 zero = 0;
+	__u64 gen = 0;
+	int fd = open_pinned("custode_runs_gen"), err = 0;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno; /* an engine without the run cache */
+	if (bpf_map_lookup_elem(fd, &zero, &gen) < 0)
+		err = -errno;
+	gen = (gen + 1) & ~CUSTODE_RUN_CACHE_VALID;
+	if (!err && bpf_map_update_elem(fd, &zero, &gen, BPF_ANY) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
 int custode_engine_unregister(struct custode_engine *e, __u64 cgid)
 {
 	int err = 0;
@@ -868,6 +1074,7 @@ int custode_engine_unregister(struct custode_engine *e, __u64 cgid)
 	if (bpf_map_delete_elem(e->runs_fd, &cgid) < 0 && errno != ENOENT)
 		err = -errno;
 	custode_engine_bump_fs_gen(e);
+	custode_engine_bump_runs_gen();
 	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)
 		err = -errno;
 	return err;
@@ -881,6 +1088,7 @@ int custode_engine_unregister_final(struct custode_engine *e, __u64 cgid, struct
 	if (bpf_map_delete_elem(e->runs_fd, &cgid) < 0 && errno != ENOENT)
 		err = -errno;
 	custode_engine_bump_fs_gen(e);
+	custode_engine_bump_runs_gen();
 	if (final && custode_engine_get_counters(e, cgid, final) < 0)
 		memset(final, 0, sizeof(*final));
 	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)

@@ -51,6 +51,13 @@ int custode_host_prepare(struct custode_engine *e, struct custode_refusal *why);
 int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags, struct custode_refusal *why);
 void custode_engine_close(struct custode_engine *e);
 
+/*
+ * Load class `cls` (one CUSTODE_CLASS_*) into a throwaway state: verified
+ * by this kernel, nothing pinned or attached. 0 when the real engine object
+ * loads here; else a refusal naming the program and the verifier's verdict.
+ */
+int custode_engine_dry_load(unsigned cls, struct custode_refusal *why);
+
 /* Unpin everything. Refused with -EBUSY if runs are registered, unless force. */
 int custode_engine_unload(struct custode_engine *e, bool force, struct custode_refusal *why);
 
@@ -79,6 +86,9 @@ int custode_engine_delete_pins(struct custode_engine *e, __u64 run_cgid);
  * cancelled or unregistered, or its rules change.
  */
 int custode_engine_bump_fs_gen(struct custode_engine *e);
+
+/* Invalidate the run cache: after every change to custode_runs or custode_gates (register/unregister do it). */
+int custode_engine_bump_runs_gen(void);
 
 int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run);
 int custode_engine_unregister(struct custode_engine *e, __u64 cgid);

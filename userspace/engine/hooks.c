@@ -194,3 +194,44 @@ int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_r
 	}
 	return 0;
 }
+
+/* Does this kernel's BTF name enumerator `name` of enum `type`? */
+static bool kernel_enum_has(const struct btf *btf, const char *type, const char *name)
+{
+	int id = btf ? btf__find_by_name_kind(btf, type, BTF_KIND_ENUM) : -1;
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	const struct btf_enum *e;
+
+	if (!t)
+		return false;
+	e = btf_enum(t);
+	for (int i = 0; i < btf_vlen(t); i++, e++)
+		if (!strcmp(btf__name_by_offset(btf, e->name_off), name))
+			return true;
+	return false;
+}
+
+bool custode_kernel_has_cgrp_storage(void)
+{
+	const struct btf *btf = vmlinux_btf();
+
+	return kernel_enum_has(btf, "bpf_map_type", "BPF_MAP_TYPE_CGRP_STORAGE") &&
+	       kernel_enum_has(btf, "bpf_func_id", "BPF_FUNC_cgrp_storage_get");
+}
+
+int custode_fit_run_cache(struct bpf_object *obj, bool *use)
+{
+	struct bpf_map *map = bpf_object__find_map_by_name(obj, "custode_run_cache");
+	bool have = custode_kernel_has_cgrp_storage();
+
+	*use = have;
+	if (!map)
+		return -ENOENT;
+	if (have)
+		return 0;
+	/* 6.1: a placeholder nothing reads (custode_use_run_cache stays 0, that code is never verified) */
+	if (bpf_map__set_type(map, BPF_MAP_TYPE_ARRAY) || bpf_map__set_map_flags(map, 0) ||
+	    bpf_map__set_max_entries(map, 1))
+		return -EINVAL;
+	return 0;
+}

@@ -3,6 +3,8 @@
 #ifndef CUSTODE_ENGINE_HOOKS_H
 #define CUSTODE_ENGINE_HOOKS_H
 
+#include <stdbool.h>
+
 #include "util/reasons.h"
 
 struct bpf_object;
@@ -21,6 +23,17 @@ int custode_kernel_hook_nargs(const struct btf *btf, const char *hook);
 
 /* "file_open" for "lsm/file_open" or "lsm.s/file_open"; NULL for other sections. */
 const char *custode_lsm_hook_of(const char *section);
+
+/* Whether the kernel has BPF_MAP_TYPE_CGRP_STORAGE and its helpers (6.2+), from its BTF. */
+bool custode_kernel_has_cgrp_storage(void);
+
+/*
+ * Fit obj's custode_run_cache map to this kernel: cgroup storage where it
+ * exists (*use = true: the object may enable the run cache), else a
+ * placeholder array (*use = false). Every object that holds the map needs
+ * this before load, so the pinned map is the same for all of them.
+ */
+int custode_fit_run_cache(struct bpf_object *obj, bool *use);
 
 /* Free the kernel BTF kept between calls. */
 void custode_hooks_release(void);

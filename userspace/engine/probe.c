@@ -61,6 +61,42 @@ const char *custode_libbpf_log(void)
 	return libbpf_log_buf;
 }
 
+/*
+ * From the kept log: the program libbpf last failed to load and the
+ * verifier's verdict on it (the last line before "processed N insns", or
+ * libbpf's own reason, such as an unresolved CO-RE relocation).
+ */
+void custode_libbpf_failure(char *prog, size_t proglen, char *verdict, size_t verdictlen)
+{
+	const char *p = libbpf_log_buf, *last = NULL, *line, *end;
+	const char *tag = "libbpf: prog '";
+
+	prog[0] = verdict[0] = 0;
+	for (const char *q = p; (q = strstr(q, tag)); q += strlen(tag))
+		if (strstr(q, "': failed to load") && strchr(q, '\n') > strstr(q, "': failed to load"))
+			last = q;
+	if (last) {
+		const char *name = last + strlen(tag), *quote = strchr(name, '\'');
+		snprintf(prog, proglen, "%.*s", quote ? (int)(quote - name) : 0, name);
+	}
+	/* the verdict: the line before "processed ", else the first "failed to resolve CO-RE" line */
+	line = NULL;
+	for (const char *q = p; (q = strstr(q, "\nprocessed ")); q++) {
+		const char *b = q;
+		while (b > p && b[-1] != '\n')
+			b--;
+		line = b;
+	}
+	if (!line)
+		line = strstr(p, "failed to resolve CO-RE");
+	if (!line)
+		line = last;
+	if (line) {
+		end = strchr(line, '\n');
+		snprintf(verdict, verdictlen, "%.*s", end ? (int)(end - line) : (int)strlen(line), line);
+	}
+}
+
 void custode_libbpf_log_reset(void)
 {
 	libbpf_log_len = 0;

@@ -39,5 +39,7 @@ void custode_probe_cgroup(struct custode_probe_result *r);
 /* The last lines libbpf logged (verifier output on a load failure). */
 const char *custode_libbpf_log(void);
 void custode_libbpf_log_reset(void);
+/* The program libbpf last failed to load and the verifier's verdict ("" where unknown). */
+void custode_libbpf_failure(char *prog, size_t proglen, char *verdict, size_t verdictlen);
 
 #endif
