@@ -310,15 +310,32 @@ CUSTODE_LSM(kernel_load_data, custode_proc_kernel_load_data, enum kernel_load_da
 }
 
 /*
- * Anonymous inodes with their own security context: in 6.1 these are
- * userfaultfd (the syscall and /dev/userfaultfd) and io_uring instances, both
- * kernel attack surface no run needs.
+ * Anonymous inodes with their own security context. userfaultfd (the
+ * syscall and /dev/userfaultfd) and io_uring instances are kernel attack
+ * surface no run needs: denied by name. Newer kernels make other anonymous
+ * inodes through this hook too (memfd_create on 7.x, secretmem, guest_memfd):
+ * those stay allowed, so a memfd remains a file like any other to the file
+ * policy (exec and executable mappings of it are denied there).
  */
-CUSTODE_LSM(inode_init_security_anon, custode_proc_anon_inode, struct inode *inode, const struct qstr *name, const struct inode *context_inode,
-	     int ret)
+static __always_inline bool anon_name_is(const char *got, const char *want, int n)
 {
+	for (int i = 0; i < n; i++)
+		if (got[i] != want[i])
+			return false;
+	return true;
+}
+
+CUSTODE_LSM(inode_init_security_anon, custode_proc_anon_inode, struct inode *inode, const struct qstr *name,
+	    const struct inode *context_inode, int ret)
+{
+	char buf[16] = {};
+
 	if (ret)
 		return ret;
+	if (!name || bpf_probe_read_kernel_str(buf, sizeof(buf), BPF_CORE_READ(name, name)) < 0)
+		return run_denied(CUSTODE_HOOK_INODE_INIT_SECURITY_ANON, CUSTODE_REASON_PROCESS_KERNEL_DENIED, 0, 0);
+	if (!anon_name_is(buf, "[userfaultfd]", 14) && !anon_name_is(buf, "[io_uring]", 11))
+		return 0;
 	return run_denied(CUSTODE_HOOK_INODE_INIT_SECURITY_ANON, CUSTODE_REASON_PROCESS_KERNEL_DENIED, 0, 0);
 }
 
