@@ -162,6 +162,11 @@ int custode_cmd_engine(int argc, char **argv)
 			      (json_int_t)st.events, "events_dropped", (json_int_t)st.events_dropped, "loaded_at",
 			      (json_int_t)e.meta.loaded_at);
 		json_object_set_new(o, "cgroup_root", json_string(e.cg_root));
+		{
+			int rc = custode_engine_run_cache();
+			json_object_set_new(o, "run_cache",
+					    json_string(rc > 0 ? "cgroup-storage" : rc == 0 ? "off" : "absent"));
+		}
 		json_object_set_new(o, "entries", map_entries());
 		if (json) {
 			json_dumpf(o, stdout, JSON_COMPACT);

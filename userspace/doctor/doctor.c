@@ -12,6 +12,7 @@
 #include "cgroup/cgroup.h"
 #include "doctor/doctor.h"
 #include "engine/engine.h"
+#include "engine/hooks.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
 
@@ -186,7 +187,7 @@ json_t *custode_doctor_json(const struct custode_doctor_report *r)
 {
 	const struct custode_probe_result *p = &r->probe;
 	char ev[512];
-	json_t *checks = json_object(), *root;
+	json_t *checks = json_object(), *root, *features = NULL;
 	int code = custode_doctor_exit_code(r);
 
 	json_object_set_new(checks, "root", check(r->root, r->root ? "euid 0" : "not running as root"));
@@ -212,11 +213,24 @@ json_t *custode_doctor_json(const struct custode_doctor_report *r)
 			    check(strstr(r->cgroup2_controllers, "memory") && strstr(r->cgroup2_controllers, "pids"), ev));
 	json_object_set_new(checks, "bpffs", check(r->bpffs, r->bpffs ? "/sys/fs/bpf" : "/sys/fs/bpf is not a bpffs (custode mounts it on first use)"));
 
+	{
+		bool rc = custode_kernel_has_cgrp_storage();
+		json_t *feat = json_object();
+
+		json_object_set_new(feat, "run_cache",
+				    json_pack("{s:b, s:s}", "available", rc, "evidence",
+					      rc ? "BPF_MAP_TYPE_CGRP_STORAGE in the kernel's BTF: a task's attached run is "
+						   "cached on its cgroup"
+						 : "no BPF_MAP_TYPE_CGRP_STORAGE (before 6.2): attached runs are found by "
+						   "lookups per level"));
+		features = feat;
+	}
 	root = json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:o, s:o, s:o}, s:s, s:i}", "custode", CUSTODE_VERSION, "kernel",
 			 "release", r->release, "version", r->version, "checks", checks, "classes", "file",
 			 class_json(&r->file, "bpf-lsm"), "process", class_json(&r->process, "bpf-lsm"), "egress",
 			 class_json(&r->egress, "cgroup-bpf"), "status",
 			 code == 0 ? "ok" : code == 3 ? "partial" : "unavailable", "exit", code);
+	json_object_set_new(root, "features", features);
 	return root;
 }
 
@@ -239,6 +253,7 @@ static void print_human(const struct custode_doctor_report *r)
 	printf("cgroup2     %s (controllers: %s)\n", r->cgroup2 ? r->cgroup2_mount : "not mounted",
 	       r->cgroup2_controllers[0] ? r->cgroup2_controllers : "none");
 	printf("bpffs       %s\n", r->bpffs ? "mounted" : "not mounted");
+	printf("run cache   %s\n", custode_kernel_has_cgrp_storage() ? "cgroup storage (6.2+)" : "off (no cgroup storage)");
 	printf("\n");
 	for (int i = 0; i < 3; i++) {
 		if (classes[i].c->available)

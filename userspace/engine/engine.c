@@ -1046,6 +1046,20 @@ int custode_engine_bump_fs_gen(struct custode_engine *e)
 	return 0;
 }
 
+int custode_engine_run_cache(void)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	int fd = open_pinned("custode_run_cache"), active;
+
+	if (fd < 0)
+		return -errno;
+	memset(&info, 0, sizeof(info));
+	active = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.type == 32 /* BPF_MAP_TYPE_CGRP_STORAGE */;
+	close(fd);
+	return active;
+}
+
 /*
  * After every change to custode_runs or custode_gates: the run cache
  * (include/custode/abi.h) holds only answers computed at the new value.

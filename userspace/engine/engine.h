@@ -87,6 +87,9 @@ int custode_engine_delete_pins(struct custode_engine *e, __u64 run_cgid);
  */
 int custode_engine_bump_fs_gen(struct custode_engine *e);
 
+/* 1 if the pinned engine's run cache is cgroup storage (6.2+), 0 if a placeholder, -errno if absent. */
+int custode_engine_run_cache(void);
+
 /* Invalidate the run cache: after every change to custode_runs or custode_gates (register/unregister do it). */
 int custode_engine_bump_runs_gen(void);
 
