@@ -31,6 +31,7 @@
 #include "run/receipt.h"
 #include "run/env.h"
 #include "run/limits.h"
+#include "run/pty.h"
 #include "run/seccomp.h"
 #include "run/user.h"
 #include "util/fsutil.h"
@@ -324,6 +325,7 @@ struct launch {
 	struct custode_seccomp filter;        /* compiled in the launcher, installed by the child */
 	struct custode_run_env env;           /* the command's environment */
 	int out_pipe[2], err_pipe[2];         /* the command's stdout/stderr, when the output is capped */
+	struct custode_pty pty;               /* the run's own terminal, when the caller's fds 0..2 include one */
 };
 
 /* A local policy file is trusted like a built-in only if nobody but root could have written it. */
@@ -562,9 +564,10 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 }
 
 /*
- * In the child, inside the run's cgroup: only the command's stdio survives,
- * then credentials, seccomp, the run's environment, exec — or errno on the
- * pipe. Nothing here allocates: the filter and environment were built by the
+ * In the child, inside the run's cgroup: a session of its own, only the
+ * command's stdio survives (the run's pty for what were terminals), then
+ * credentials, seccomp, the run's environment, exec — or errno on the pipe.
+ * Nothing here allocates: the filter and environment were built by the
  * launcher.
  */
 static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const struct launch *l, const sigset_t *old,
@@ -574,8 +577,15 @@ static __attribute__((noreturn)) void child_exec(const struct run_opts *o, const
 
 	sigprocmask(SIG_SETMASK, old, NULL);
 	signal(SIGPIPE, SIG_DFL);
+	/* never the caller's session: no controlling terminal to push input into (TIOCSTI) or signal through */
+	if (setsid() < 0)
+		goto fail;
 	if (l->out_pipe[1] >= 0 && (dup2(l->out_pipe[1], 1) < 0 || dup2(l->err_pipe[1], 2) < 0))
 		goto fail;
+	if ((e = custode_pty_child(&l->pty)) < 0) {
+		errno = -e;
+		goto fail;
+	}
 	/* fds above 2 are closed: nothing the launcher (or its caller) had open reaches the run */
 	if ((errfd > 3 && close_range(3, (unsigned)errfd - 1, 0) < 0) || close_range((unsigned)errfd + 1, ~0U, 0) < 0)
 		goto fail;
@@ -709,6 +719,7 @@ static void launch_free(struct launch *l)
 		if (l->err_pipe[i] >= 0)
 			close(l->err_pipe[i]);
 	}
+	custode_pty_close(&l->pty); /* the caller's terminal restored on every path */
 	custode_fs_ruleset_free(&l->rules);
 	custode_net_ruleset_free(&l->net);
 	custode_seccomp_free(&l->filter);
@@ -742,6 +753,7 @@ int custode_cmd_run(int argc, char **argv)
 	memset(&l, 0, sizeof(l));
 	l.lock_fd = -1;
 	l.out_pipe[0] = l.out_pipe[1] = l.err_pipe[0] = l.err_pipe[1] = -1;
+	custode_pty_init(&l.pty);
 	if ((err = custode_run_user_resolve(o.user, &l.user, &why)))
 		return refuse(&why);
 	if ((err = load_policy(&o, &l, &why)))
@@ -785,6 +797,13 @@ int custode_cmd_run(int argc, char **argv)
 		relay.cap = l.policy->limits.output_bytes;
 		signal(SIGPIPE, SIG_IGN); /* a reader that leaves must not kill the launcher (and orphan the run) */
 	}
+	if ((err = custode_pty_open(&l.pty))) {
+		custode_refuse(&why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "the run's terminal: %s", strerror(-err));
+		setup_undo(&l);
+		goto refused;
+	}
+	l.pty.cap = relay.cap; /* what the run's terminal shows counts against outputBytes too */
+	l.pty.written = &relay.written;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -792,6 +811,7 @@ int custode_cmd_run(int argc, char **argv)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGQUIT);
+	custode_pty_sigmask(&mask);
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	cgfd = open(l.st.cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -811,6 +831,7 @@ int custode_cmd_run(int argc, char **argv)
 	}
 	close(errpipe[1]);
 	close(cgfd);
+	custode_pty_start(&l.pty);
 	if (l.out_pipe[1] >= 0) {
 		close(l.out_pipe[1]);
 		close(l.err_pipe[1]);
@@ -828,11 +849,12 @@ int custode_cmd_run(int argc, char **argv)
 	if (timeout_sec)
 		deadline = now_ms() + timeout_sec * 1000LL;
 	while (!child_done) {
-		struct pollfd pfd[3] = {{.fd = sfd, .events = POLLIN},
+		struct pollfd pfd[6] = {{.fd = sfd, .events = POLLIN},
 					{.fd = relay.fd[0], .events = POLLIN},
 					{.fd = relay.fd[1], .events = POLLIN}};
 		struct signalfd_siginfo si;
 		int wait_ms = -1;
+		bool over = false;
 
 		if (deadline) {
 			long long now = now_ms();
@@ -846,18 +868,19 @@ int custode_cmd_run(int argc, char **argv)
 				wait_ms = (int)(deadline - now);
 			}
 		}
-		if (poll(pfd, 3, wait_ms) <= 0)
+		custode_pty_pollfds(&l.pty, pfd + 3);
+		if (poll(pfd, 6, wait_ms) <= 0)
 			continue;
-		for (int i = 0; i < 2; i++) {
-			if (!(pfd[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			if (relay_drain(&relay, i) && cancel_code < 0) {
-				cancel_code = EXIT_REFUSED;
-				cancelled = "output";
-				fprintf(stderr, "custode: run: %s: the run wrote more than %lld bytes: killing the run\n",
-					custode_reason_name(CUSTODE_REASON_LIMIT_OUTPUT), (long long)relay.cap);
-				cancel_run(&l);
-			}
+		for (int i = 0; i < 2; i++)
+			if (pfd[1 + i].revents & (POLLIN | POLLHUP | POLLERR))
+				over |= relay_drain(&relay, i);
+		over |= custode_pty_io(&l.pty, pfd + 3);
+		if (over && cancel_code < 0) {
+			cancel_code = EXIT_REFUSED;
+			cancelled = "output";
+			fprintf(stderr, "custode: run: %s: the run wrote more than %lld bytes: killing the run\n",
+				custode_reason_name(CUSTODE_REASON_LIMIT_OUTPUT), (long long)relay.cap);
+			cancel_run(&l);
 		}
 		if (!(pfd[0].revents & POLLIN) || read(sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
@@ -868,6 +891,8 @@ int custode_cmd_run(int argc, char **argv)
 					child_done = true;
 			continue;
 		}
+		if (custode_pty_signal(&l.pty, (int)si.ssi_signo))
+			continue;
 		if (cancel_code < 0) {
 			cancel_code = 128 + (int)si.ssi_signo;
 			cancelled = "signal";
@@ -875,12 +900,17 @@ int custode_cmd_run(int argc, char **argv)
 			cancel_run(&l);
 		}
 	}
-	/* what the command left in the pipes, then (after the kill) what the rest of the run wrote */
-	for (int i = 0; i < 2; i++)
-		if (relay_drain(&relay, i) && cancel_code < 0) {
+	/* what the command left in the pipes and its terminal, then (after the kill) what the rest of the run wrote */
+	{
+		bool over = custode_pty_drain(&l.pty);
+
+		for (int i = 0; i < 2; i++)
+			over |= relay_drain(&relay, i);
+		if (over && cancel_code < 0) {
 			cancel_code = EXIT_REFUSED;
 			cancelled = "output";
 		}
+	}
 
 	code = cancel_code >= 0 ? cancel_code : exit_status(status);
 	memset(&counters, 0, sizeof(counters));
@@ -897,6 +927,7 @@ int custode_cmd_run(int argc, char **argv)
 		if (relay.fd[i] >= 0)
 			close(relay.fd[i]);
 	}
+	custode_pty_finish(&l.pty, 2000); /* and the caller's terminal back as it was, before we print */
 	clock_gettime(CLOCK_REALTIME, &t_end);
 	custode_run_id_format(l.st.run_id, hex);
 	if (err)
