@@ -9,6 +9,7 @@
  * dentry (utimes, xattrs) find their rule by walking up identities.
  */
 #include "path.bpf.h"
+#include "tty.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -23,6 +24,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define S_IFDIR 0040000
 #define PROC_SUPER_MAGIC 0x9fa0
 #define CGROUP2_SUPER_MAGIC 0x63677270
+#define MQUEUE_MAGIC 0x19800202
+#define PROT_WRITE 0x2
+#define VM_WRITE 0x2
 #define RENAME_EXCHANGE (1 << 1)
 #define ATTR_MODE (1 << 0)
 #define ATTR_UID (1 << 1)
@@ -450,6 +454,46 @@ static __always_inline void cache_store(struct fs_cache_slot *c, __u64 run_cgid,
 	v->run_cgid = run_cgid;
 }
 
+/*
+ * POSIX message queues belong to the run that created them (recorded when
+ * the queue's dentry is instantiated, in the creator's context): a run with
+ * a process policy opens only its own, through mq_open (the internal mount,
+ * otherwise a kernel object) or any mqueue mount (process.ipc.denied).
+ * Launched runs also have an IPC namespace of their own.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_INODE_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64); /* the creating run's cgroup id */
+} ipc_inode_owner SEC(".maps");
+
+/* Called for every dentry that gets its inode, host-wide: two loads and out, unless it's a queue made in a run. */
+CUSTODE_LSM_VOID(d_instantiate, custode_d_instantiate, struct dentry *dentry, struct inode *inode)
+{
+	__u64 run_cgid, *owner;
+
+	if (!inode || inode->i_sb->s_magic != MQUEUE_MAGIC)
+		return 0;
+	run_cgid = custode_current_run_cgid();
+	if (!run_cgid)
+		return 0;
+	owner = bpf_inode_storage_get(&ipc_inode_owner, inode, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (owner)
+		*owner = run_cgid;
+	return 0;
+}
+
+static __always_inline bool mqueue_foreign(struct inode *inode, __u64 run_cgid)
+{
+	__u64 *owner;
+
+	if (!inode || inode->i_sb->s_magic != MQUEUE_MAGIC)
+		return false;
+	owner = bpf_inode_storage_get(&ipc_inode_owner, inode, 0, 0);
+	return !owner || *owner != run_cgid;
+}
+
 CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN};
@@ -473,7 +517,9 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 	/* a write on cgroupfs: decided in full every time, never by (nor into) the cache */
 	migrate = cgroupfs_write(inode, a.want);
 	/* the fast path: this run already may do this to this inode through this mount, and nothing moved since */
-	cacheable = !migrate && inode && inode->i_sb->s_magic != PROC_SUPER_MAGIC && fs_epoch_now(&epoch);
+	cacheable = !migrate && inode && inode->i_sb->s_magic != PROC_SUPER_MAGIC &&
+		    inode->i_sb->s_magic != CUSTODE_DEVPTS_SUPER_MAGIC && inode->i_sb->s_magic != MQUEUE_MAGIC &&
+		    fs_epoch_now(&epoch);
 	if (cacheable) {
 		slot = bpf_inode_storage_get(&file_cache, inode, 0, 0);
 		if (slot && cache_hit(slot, run_cgid, mnt, &epoch, a.want))
@@ -491,6 +537,17 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 	 */
 	if (migrate && w.s && w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) && !cgroup_file_in_run(inode, w.run_cgid))
 		return deny(&w, &a, CUSTODE_REASON_FILE_CGROUP_ESCAPE_DENIED);
+	/*
+	 * Every live run, whatever its policy grants: no terminal of a session
+	 * led from outside the run (another login's /dev/pts/N: reading what is
+	 * typed there, writing a fake prompt; bpf/lib/tty.bpf.h).
+	 */
+	if (w.s && w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) &&
+	    custode_tty_foreign(custode_devpts_slave(file), w.run_cgid))
+		return deny(&w, &a, CUSTODE_REASON_FILE_TTY_DENIED);
+	if (w.s && w.run && (w.run->flags & CUSTODE_RUN_PROCESS) && !(w.run->flags & CUSTODE_RUN_CANCELLED) &&
+	    mqueue_foreign(inode, w.run_cgid))
+		return deny(&w, &a, CUSTODE_REASON_PROCESS_IPC_DENIED);
 	if (!run_gate(&w, &a, &r))
 		return r;
 	if (a.kobj)
@@ -542,6 +599,25 @@ CUSTODE_LSM(bprm_check_security, custode_bprm_check, struct linux_binprm *bprm, 
 	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
 }
 
+/*
+ * W^X, opt-in ("process": {"wx": "deny"}): no memory that is executable and
+ * either anonymous or writable — JIT-compiled or decrypted code can't be
+ * run (process.wx.denied). A private file mapping whose pages were written
+ * (it has anonymous copies) counts as writable. Breaks JITs (V8/Node, the
+ * JVM, LuaJIT, PyPy, .NET, wasm runtimes): see docs/process.md.
+ */
+static __always_inline int wx_check(struct who *w, struct file *file, unsigned long prot, struct ask *a)
+{
+	if (!w->run || w->where != CUSTODE_IN_RUN || !(w->run->flags & CUSTODE_RUN_WX_DENY) || !w->s)
+		return 0;
+	if (file && !(prot & PROT_WRITE))
+		return 0;
+	if (file)
+		ask_inode(a, file->f_inode);
+	a->len = -ENOENT;
+	return deny(w, a, CUSTODE_REASON_PROCESS_WX_DENIED);
+}
+
 /* Executable mappings of a file (ld.so ./binary, dlopen) need exec on the file. */
 CUSTODE_LSM(mmap_file, custode_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot, unsigned long flags,
 	     int ret)
@@ -552,9 +628,13 @@ CUSTODE_LSM(mmap_file, custode_mmap_file, struct file *file, unsigned long reqpr
 
 	if (ret)
 		return ret;
-	if (!file || !(prot & PROT_EXEC))
+	if (!(prot & PROT_EXEC))
 		return 0;
 	if (!who_init(&w))
+		return 0;
+	if ((r = wx_check(&w, file, prot, &a)))
+		return r;
+	if (!file)
 		return 0;
 	ask_inode(&a, file->f_inode);
 	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
@@ -576,9 +656,13 @@ CUSTODE_LSM(file_mprotect, custode_file_mprotect, struct vm_area_struct *vma, un
 	if (!(prot & PROT_EXEC) || (vma->vm_flags & VM_EXEC))
 		return 0;
 	file = vma->vm_file;
-	if (!file)
-		return 0;
 	if (!who_init(&w))
+		return 0;
+	/* W^X: the mapping becomes executable; anonymous, writable, or a private one with modified pages */
+	if ((r = wx_check(&w, file, (prot & PROT_WRITE) || (vma->vm_flags & VM_WRITE) || vma->anon_vma ? prot | PROT_WRITE : prot,
+			  &a)))
+		return r;
+	if (!file)
 		return 0;
 	ask_inode(&a, file->f_inode);
 	a.len = w.s ? custode_path_build(&w.s->pb, file->f_path.mnt, file->f_path.dentry, NULL) : -ENOENT;
@@ -833,7 +917,7 @@ CUSTODE_LSM(inode_setxattr, custode_inode_setxattr, struct user_namespace *mnt_u
 CUSTODE_LSM(inode_removexattr, custode_inode_removexattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
 	     int ret)
 {
-	return ret ? ret : dentry_write(CUSTODE_HOOK_INODE_SETXATTR, dentry);
+	return ret ? ret : dentry_write(CUSTODE_HOOK_INODE_REMOVEXATTR, dentry);
 }
 
 /* ---- mounts and roots: never inside a run ---- */
@@ -876,7 +960,7 @@ CUSTODE_LSM(move_mount, custode_move_mount, const struct path *from_path, const 
 
 CUSTODE_LSM(path_chroot, custode_path_chroot, const struct path *path, int ret)
 {
-	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_PIVOTROOT);
+	return ret ? ret : no_mounts(CUSTODE_HOOK_PATH_CHROOT);
 }
 
 /* ---- unix sockets ---- */

@@ -416,3 +416,43 @@ int custode_bind6(struct bpf_sock_addr *ctx)
 {
 	return bind_decide(CUSTODE_HOOK_BIND6, ctx, AF_INET6);
 }
+
+/*
+ * Socket options that reroute packets after connect/sendmsg decided on the
+ * destination: IPv4 source routes (IP_OPTIONS) and IPv6 routing headers
+ * (IPV6_RTHDR, IPV6_2292RTHDR), refused for runs with an egress policy
+ * (net.route_option.denied). This is the egress class's part, for hosts
+ * without BPF-LSM; with BPF-LSM the process class also refuses them as
+ * per-message control messages (socket_sendmsg), which no cgroup hook sees.
+ */
+#define SOL_IP 0
+#define SOL_IPV6 41
+#define IP_OPTIONS 4
+#define IPV6_2292RTHDR 5
+#define IPV6_RTHDR 57
+#define SOCKOPT_PAGE 4096
+
+SEC("cgroup/setsockopt")
+int custode_setsockopt(struct bpf_sockopt *ctx)
+{
+	struct custode_run *run = NULL;
+	__u64 run_cgid = 0;
+	int level = ctx->level, name = ctx->optname, where;
+
+	if ((level == SOL_IP && name == IP_OPTIONS) || (level == SOL_IPV6 && (name == IPV6_RTHDR || name == IPV6_2292RTHDR))) {
+		where = custode_current_run(&run, &run_cgid);
+		if (where == CUSTODE_UNREGISTERED || (where == CUSTODE_IN_RUN && run && (run->flags & CUSTODE_RUN_NET)))
+			return net_deny(run_cgid, run, CUSTODE_HOOK_SETSOCKOPT,
+					where == CUSTODE_UNREGISTERED ? CUSTODE_REASON_RUN_UNREGISTERED
+								      : CUSTODE_REASON_NET_ROUTE_OPTION_DENIED,
+					0, (__u16)level, (__u16)name, NULL, 0, 0);
+	}
+	/*
+	 * Every setsockopt on the host passes here. An option value larger
+	 * than a page reaches a program truncated; -1 tells the kernel to use
+	 * the caller's own buffer untouched (else the call would fail).
+	 */
+	if (ctx->optlen > SOCKOPT_PAGE)
+		ctx->optlen = -1;
+	return ALLOW;
+}

@@ -11,7 +11,7 @@
  * (custode_current_run for the caller; task_run_cgid for another task). Every
  * program honours an earlier LSM verdict and denies with -EPERM.
  */
-#include "custode.bpf.h"
+#include "tty.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -216,20 +216,54 @@ CUSTODE_LSM(file_fcntl, custode_proc_file_fcntl, struct file *file, unsigned int
 	return 0;
 }
 
-CUSTODE_LSM(file_ioctl, custode_proc_file_ioctl, struct file *file, unsigned int cmd, unsigned long arg, int ret)
+/*
+ * Terminals (docs/process.md "Terminals"). For every run, whatever its
+ * policy: no pushing bytes into a terminal's input queue (TIOCSTI), no
+ * console selection paste (TIOCLINUX), no line-discipline change (TIOCSETD),
+ * no console redirection (TIOCCONS) — on any terminal, its own included.
+ * Control of a terminal of a session led from outside the run (making it a
+ * controlling terminal, its foreground group, a signal through a pty master,
+ * a hangup) is denied too. Launched runs never hold such a terminal (their
+ * own session on custode's pty); attached runs may have inherited one.
+ */
+#define TIOCSCTTY 0x540E
+#define TIOCSPGRP 0x5410
+#define TIOCSTI 0x5412
+#define TIOCLINUX 0x541C
+#define TIOCCONS 0x541D
+#define TIOCSETD 0x5423
+#define TIOCVHANGUP 0x5437
+#define TIOCSIG 0x40045436
+
+static __always_inline int ioctl_decide(__u16 hook, struct file *file, unsigned int cmd)
 {
 	struct custode_run *run = NULL;
 	__u64 cgid = 0;
 	int verdict = 0, c;
 
-	if (ret)
-		return ret;
-	c = caller(&run, &cgid, CUSTODE_HOOK_FILE_IOCTL, NULL, 0, 0, cmd, &verdict);
+	c = caller(&run, &cgid, hook, NULL, 0, 0, cmd, &verdict);
 	if (c <= 0)
 		return verdict;
+	if (cmd == TIOCSTI || cmd == TIOCLINUX || cmd == TIOCSETD || cmd == TIOCCONS)
+		return deny(hook, CUSTODE_REASON_PROCESS_TTY_DENIED, run, cgid, NULL, 0, 0, cmd);
+	if ((cmd == TIOCSCTTY || cmd == TIOCSPGRP || cmd == TIOCSIG || cmd == TIOCVHANGUP) &&
+	    custode_tty_foreign(custode_file_tty(file), cgid))
+		return deny(hook, CUSTODE_REASON_PROCESS_TTY_DENIED, run, cgid, NULL, 0, 0, cmd);
 	if ((run->flags & CUSTODE_RUN_PROCESS) && (cmd == FIOSETOWN || cmd == SIOCSPGRP))
-		return deny(CUSTODE_HOOK_FILE_IOCTL, CUSTODE_REASON_PROCESS_SIGNAL_DENIED, run, cgid, NULL, 0, 0, cmd);
+		return deny(hook, CUSTODE_REASON_PROCESS_SIGNAL_DENIED, run, cgid, NULL, 0, 0, cmd);
 	return 0;
+}
+
+CUSTODE_LSM(file_ioctl, custode_proc_file_ioctl, struct file *file, unsigned int cmd, unsigned long arg, int ret)
+{
+	return ret ? ret : ioctl_decide(CUSTODE_HOOK_FILE_IOCTL, file, cmd);
+}
+
+/* The 32-bit compat path has its own hook since 6.8 (and Debian's 6.1): same decisions. */
+CUSTODE_LSM_OPTIONAL(file_ioctl_compat, custode_proc_file_ioctl_compat, struct file *file, unsigned int cmd,
+		     unsigned long arg, int ret)
+{
+	return ret ? ret : ioctl_decide(CUSTODE_HOOK_FILE_IOCTL_COMPAT, file, cmd);
 }
 
 /*
@@ -307,6 +341,323 @@ CUSTODE_LSM(kernel_load_data, custode_proc_kernel_load_data, enum kernel_load_da
 	if (id == LOADING_FIRMWARE)
 		return 0;
 	return run_denied(CUSTODE_HOOK_KERNEL_LOAD_DATA, CUSTODE_REASON_PROCESS_KERNEL_DENIED, (__u32)id, 0);
+}
+
+/*
+ * Priority, scheduling, I/O priority, resource limits and memory placement
+ * of another process: setpriority, sched_setaffinity/setscheduler/setattr,
+ * ioprio_set, prlimit (a tight RLIMIT_CPU gets a host process killed by the
+ * kernel), migrate_pages/move_pages. Scoped like signals: within the run
+ * yes; a process outside it no (process.sched.denied). A process's own
+ * limits and priority are its own business (the kernel calls these hooks
+ * for the caller too: same run, allowed).
+ */
+CUSTODE_LSM(task_setnice, custode_proc_task_setnice, struct task_struct *p, int nice, int ret)
+{
+	return ret ? ret : task_access(CUSTODE_HOOK_TASK_SETNICE, CUSTODE_REASON_PROCESS_SCHED_DENIED, p, (__u32)nice, false, false);
+}
+
+CUSTODE_LSM(task_setioprio, custode_proc_task_setioprio, struct task_struct *p, int ioprio, int ret)
+{
+	return ret ? ret
+		   : task_access(CUSTODE_HOOK_TASK_SETIOPRIO, CUSTODE_REASON_PROCESS_SCHED_DENIED, p, (__u32)ioprio, false, false);
+}
+
+CUSTODE_LSM(task_setscheduler, custode_proc_task_setscheduler, struct task_struct *p, int ret)
+{
+	return ret ? ret : task_access(CUSTODE_HOOK_TASK_SETSCHEDULER, CUSTODE_REASON_PROCESS_SCHED_DENIED, p, 0, false, false);
+}
+
+CUSTODE_LSM(task_movememory, custode_proc_task_movememory, struct task_struct *p, int ret)
+{
+	return ret ? ret : task_access(CUSTODE_HOOK_TASK_MOVEMEMORY, CUSTODE_REASON_PROCESS_SCHED_DENIED, p, 0, false, false);
+}
+
+CUSTODE_LSM(task_setrlimit, custode_proc_task_setrlimit, struct task_struct *p, unsigned int resource,
+	    struct rlimit *new_rlim, int ret)
+{
+	return ret ? ret
+		   : task_access(CUSTODE_HOOK_TASK_SETRLIMIT, CUSTODE_REASON_PROCESS_SCHED_DENIED, p, resource, false, false);
+}
+
+/*
+ * SysV IPC (shared memory, message queues, semaphore sets) scoped to the
+ * run: an object belongs to the run whose process created it (recorded at
+ * creation, forgotten when the kernel frees it); a run with a process
+ * policy may use only its own. Host objects are denied (process.ipc.denied)
+ * through every access path: ipcperms (shmat, msgsnd/msgrcv, semop, IPC_STAT,
+ * ...), the *get of an existing key (associate) and the *ctl commands.
+ * Launched runs also get an IPC namespace of their own; attached runs live
+ * in whatever namespace they have, the host's for a systemd unit.
+ * Objects created by a run when the map is full are refused: an object whose
+ * owner can't be recorded would look like the host's, and the run that made
+ * it would lose it — worse, refuse it up front.
+ */
+#define CUSTODE_MAX_IPC_OBJECTS 65536
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CUSTODE_MAX_IPC_OBJECTS);
+	__type(key, __u64);   /* the object's struct kern_ipc_perm, by address */
+	__type(value, __u64); /* the creating run's cgroup id */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} custode_ipc_owner SEC(".maps");
+
+static __always_inline int ipc_decide(__u16 hook, struct kern_ipc_perm *perm, __u32 detail)
+{
+	struct custode_run *run = NULL;
+	__u64 cgid = 0, key = (__u64)perm, *owner;
+	int verdict = 0, c;
+
+	c = caller(&run, &cgid, hook, NULL, 0, detail, 0, &verdict);
+	if (c <= 0)
+		return verdict;
+	if (!(run->flags & CUSTODE_RUN_PROCESS) || !perm)
+		return 0;
+	owner = bpf_map_lookup_elem(&custode_ipc_owner, &key);
+	if (owner && *owner == cgid)
+		return 0;
+	return deny(hook, CUSTODE_REASON_PROCESS_IPC_DENIED, run, cgid, NULL, 0, detail,
+		    (__u32)BPF_CORE_READ(perm, id));
+}
+
+static __always_inline int ipc_alloc(struct kern_ipc_perm *perm)
+{
+	struct custode_run *run = NULL;
+	__u64 cgid = 0, key = (__u64)perm;
+	int verdict = 0, c;
+
+	c = caller(&run, &cgid, CUSTODE_HOOK_IPC_ALLOC, NULL, 0, 0, 0, &verdict);
+	if (c <= 0)
+		return verdict;
+	if (bpf_map_update_elem(&custode_ipc_owner, &key, &cgid, BPF_ANY))
+		return deny(CUSTODE_HOOK_IPC_ALLOC, CUSTODE_REASON_PROCESS_IPC_DENIED, run, cgid, NULL, 0, 0, 0);
+	return 0;
+}
+
+static __always_inline int ipc_free(struct kern_ipc_perm *perm)
+{
+	__u64 key = (__u64)perm;
+
+	bpf_map_delete_elem(&custode_ipc_owner, &key);
+	return 0;
+}
+
+CUSTODE_LSM(ipc_permission, custode_proc_ipc_permission, struct kern_ipc_perm *ipcp, short flag, int ret)
+{
+	return ret ? ret : ipc_decide(CUSTODE_HOOK_IPC_PERMISSION, ipcp, (__u32)flag);
+}
+
+CUSTODE_LSM(shm_alloc_security, custode_proc_shm_alloc, struct kern_ipc_perm *perm, int ret)
+{
+	return ret ? ret : ipc_alloc(perm);
+}
+
+CUSTODE_LSM_VOID(shm_free_security, custode_proc_shm_free, struct kern_ipc_perm *perm)
+{
+	return ipc_free(perm);
+}
+
+CUSTODE_LSM(shm_associate, custode_proc_shm_associate, struct kern_ipc_perm *perm, int shmflg, int ret)
+{
+	return ret ? ret : ipc_decide(CUSTODE_HOOK_IPC_ASSOCIATE, perm, (__u32)shmflg);
+}
+
+CUSTODE_LSM(shm_shmctl, custode_proc_shm_shmctl, struct kern_ipc_perm *perm, int cmd, int ret)
+{
+	return ret ? ret : ipc_decide(CUSTODE_HOOK_IPC_CTL, perm, (__u32)cmd);
+}
+
+CUSTODE_LSM(msg_queue_alloc_security, custode_proc_msg_alloc, struct kern_ipc_perm *perm, int ret)
+{
+	return ret ? ret : ipc_alloc(perm);
+}
+
+CUSTODE_LSM_VOID(msg_queue_free_security, custode_proc_msg_free, struct kern_ipc_perm *perm)
+{
+	return ipc_free(perm);
+}
+
+CUSTODE_LSM(msg_queue_associate, custode_proc_msg_associate, struct kern_ipc_perm *perm, int msqflg, int ret)
+{
+	return ret ? ret : ipc_decide(CUSTODE_HOOK_IPC_ASSOCIATE, perm, (__u32)msqflg);
+}
+
+CUSTODE_LSM(msg_queue_msgctl, custode_proc_msg_msgctl, struct kern_ipc_perm *perm, int cmd, int ret)
+{
+	return ret ? ret : ipc_decide(CUSTODE_HOOK_IPC_CTL, perm, (__u32)cmd);
+}
+
+CUSTODE_LSM(sem_alloc_security, custode_proc_sem_alloc, struct kern_ipc_perm *perm, int ret)
+{
+	return ret ? ret : ipc_alloc(perm);
+}
+
+CUSTODE_LSM_VOID(sem_free_security, custode_proc_sem_free, struct kern_ipc_perm *perm)
+{
+	return ipc_free(perm);
+}
+
+CUSTODE_LSM(sem_associate, custode_proc_sem_associate, struct kern_ipc_perm *perm, int semflg, int ret)
+{
+	return ret ? ret : ipc_decide(CUSTODE_HOOK_IPC_ASSOCIATE, perm, (__u32)semflg);
+}
+
+CUSTODE_LSM(sem_semctl, custode_proc_sem_semctl, struct kern_ipc_perm *perm, int cmd, int ret)
+{
+	return ret ? ret : ipc_decide(CUSTODE_HOOK_IPC_CTL, perm, (__u32)cmd);
+}
+
+/* ---- sockets (attached runs have no seccomp filter: these hold for them too) ---- */
+
+#define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
+#define AF_NETLINK 16
+#define NETLINK_ROUTE 0
+#define SOL_IP 0
+#define SOL_IPV6 41
+#define IP_OPTIONS 4
+#define IP_RETOPTS 7
+#define IPV6_2292RTHDR 5
+#define IPV6_RTHDR 57
+
+/*
+ * Socket families: unix, inet, inet6 and rtnetlink only, for every run
+ * (what the launcher's seccomp filter allows): no AF_PACKET frames, no
+ * other netlink families, nothing the kernel adds later. Kernel-internal
+ * sockets are not the run's doing. The inet types and protocols are
+ * decided by the egress class's sock_create (TCP and UDP only).
+ */
+CUSTODE_LSM(socket_create, custode_proc_socket_create, int family, int type, int protocol, int kern, int ret)
+{
+	struct custode_run *run = NULL;
+	__u64 cgid = 0;
+	int verdict = 0, c;
+
+	if (ret || kern)
+		return ret;
+	c = caller(&run, &cgid, CUSTODE_HOOK_SOCKET_CREATE, NULL, 0, (__u32)family, (__u32)protocol, &verdict);
+	if (c <= 0)
+		return verdict;
+	if (family == AF_UNIX || family == AF_INET || family == AF_INET6 ||
+	    (family == AF_NETLINK && protocol == NETLINK_ROUTE))
+		return 0;
+	return deny(CUSTODE_HOOK_SOCKET_CREATE, CUSTODE_REASON_NET_SOCKET_DENIED, run, cgid, NULL, 0, (__u32)family,
+		    (__u32)protocol);
+}
+
+/*
+ * Options that change where a packet goes after the egress hooks decided on
+ * its destination: IPv4 source routes (IP_OPTIONS) and IPv6 routing headers
+ * (IPV6_RTHDR, IPV6_2292RTHDR), as socket options and (socket_sendmsg) as
+ * per-message control messages (IP_RETOPTS, IPV6_RTHDR, IPV6_2292RTHDR).
+ * Refused for runs with an egress policy (net.route_option.denied). The
+ * egress class refuses the socket options too (cgroup/setsockopt), for
+ * hosts without BPF-LSM.
+ */
+static __always_inline bool route_option(int level, int name)
+{
+	return (level == SOL_IP && (name == IP_OPTIONS || name == IP_RETOPTS)) ||
+	       (level == SOL_IPV6 && (name == IPV6_RTHDR || name == IPV6_2292RTHDR));
+}
+
+static __always_inline int net_run(__u16 hook, struct custode_run **run, __u64 *cgid, __u32 detail, __u32 command,
+				   int *verdict)
+{
+	int c = caller(run, cgid, hook, NULL, 0, detail, command, verdict);
+
+	if (c <= 0)
+		return c;
+	return ((*run)->flags & CUSTODE_RUN_NET) ? 1 : 0;
+}
+
+CUSTODE_LSM(socket_setsockopt, custode_proc_socket_setsockopt, struct socket *sock, int level, int optname, int ret)
+{
+	struct custode_run *run = NULL;
+	__u64 cgid = 0;
+	int verdict = 0;
+
+	if (ret)
+		return ret;
+	if (!route_option(level, optname))
+		return 0;
+	if (net_run(CUSTODE_HOOK_SOCKET_SETSOCKOPT, &run, &cgid, (__u32)level, (__u32)optname, &verdict) <= 0)
+		return verdict;
+	return deny(CUSTODE_HOOK_SOCKET_SETSOCKOPT, CUSTODE_REASON_NET_ROUTE_OPTION_DENIED, run, cgid, NULL, 0,
+		    (__u32)level, (__u32)optname);
+}
+
+#define CMSG_MAX 16 /* control messages looked at per sendmsg; more than that on an inet socket: refused */
+
+struct cmsg_head {
+	__u64 len;
+	__s32 level;
+	__s32 type;
+};
+
+CUSTODE_LSM(socket_sendmsg, custode_proc_socket_sendmsg, struct socket *sock, struct msghdr *msg, int size, int ret)
+{
+	struct custode_run *run = NULL;
+	__u64 cgid = 0, controllen, off = 0;
+	int verdict = 0, family;
+	struct cmsg_head h;
+	char *control;
+
+	if (ret)
+		return ret;
+	/* every sendmsg on the host passes here: direct loads, no helper call, until a run has control messages */
+	controllen = msg->msg_controllen;
+	if (!controllen)
+		return 0;
+	/* sock->sk is nullable to the verifier (and clang folds a plain check away): read it probed */
+	family = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	if (net_run(CUSTODE_HOOK_SOCKET_SENDMSG, &run, &cgid, 0, 0, &verdict) <= 0)
+		return verdict;
+	/* sendmsg(2) copies the control messages into the kernel before this hook; any other path: refused */
+	if (BPF_CORE_READ_BITFIELD_PROBED(msg, msg_control_is_user))
+		return deny(CUSTODE_HOOK_SOCKET_SENDMSG, CUSTODE_REASON_NET_ROUTE_OPTION_DENIED, run, cgid, NULL, 0, 0, 0);
+	control = BPF_CORE_READ(msg, msg_control);
+	for (int i = 0; i < CMSG_MAX; i++) {
+		if (off + sizeof(h) > controllen)
+			return 0;
+		if (bpf_probe_read_kernel(&h, sizeof(h), control + off))
+			break;
+		if (route_option(h.level, h.type))
+			return deny(CUSTODE_HOOK_SOCKET_SENDMSG, CUSTODE_REASON_NET_ROUTE_OPTION_DENIED, run, cgid, NULL, 0,
+				    (__u32)h.level, (__u32)h.type);
+		if (h.len < sizeof(h))
+			return 0; /* the kernel refuses a malformed one (EINVAL) */
+		off += (h.len + 7) & ~7ULL;
+	}
+	/* too many to look at, or unreadable: can't tell, refuse */
+	return deny(CUSTODE_HOOK_SOCKET_SENDMSG, CUSTODE_REASON_NET_ROUTE_OPTION_DENIED, run, cgid, NULL, 0, 0, CMSG_MAX);
+}
+
+/*
+ * listen(2) when the policy doesn't let the run listen ("listen": false, the
+ * built-in profiles): whatever the port — an ephemeral one from bind(0), or
+ * the one listen() binds by itself — so inbound connections never reach a
+ * run that may not serve (net.bind.denied).
+ */
+CUSTODE_LSM(socket_listen, custode_proc_socket_listen, struct socket *sock, int backlog, int ret)
+{
+	struct custode_run *run = NULL;
+	__u64 cgid = 0;
+	int verdict = 0, family;
+
+	if (ret)
+		return ret;
+	family = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	if (net_run(CUSTODE_HOOK_SOCKET_LISTEN, &run, &cgid, 0, 0, &verdict) <= 0)
+		return verdict;
+	if (!(run->flags & CUSTODE_RUN_NO_LISTEN))
+		return 0;
+	return deny(CUSTODE_HOOK_SOCKET_LISTEN, CUSTODE_REASON_NET_BIND_DENIED, run, cgid, NULL, 0, (__u32)family, 0);
 }
 
 /*

@@ -33,8 +33,21 @@
  * check that an LSM program returns 0 or -errno (-4095..0), and they can't
  * bound some values the compiler computes (a negation of a flag, say).
  */
-#define CUSTODE_LSM(hook, name, args...)                                                                   \
-	const volatile __u32 custode_hook_nargs__##name = ___bpf_narg(args) - 1;                          \
+#define CUSTODE_LSM(hook, name, args...) CUSTODE_LSM_(hook, name, 0, args)
+/*
+ * A hook that only some kernels of the matrix have (file_ioctl_compat:
+ * 6.8+): where the kernel lacks it, its programs are simply not loaded.
+ * Where it exists with a prototype custode doesn't know, the class is
+ * refused as for any other hook.
+ */
+#define CUSTODE_HOOK_OPTIONAL 0x10000u
+#define CUSTODE_LSM_OPTIONAL(hook, name, args...) CUSTODE_LSM_(hook, name, CUSTODE_HOOK_OPTIONAL, args)
+/* A void hook (d_instantiate, *_free_security): no previous verdict follows the arguments. */
+#define CUSTODE_LSM_VOID(hook, name, args...)                                                              \
+	const volatile __u32 custode_hook_nargs__##name = ___bpf_narg(args);                              \
+	SEC("lsm/" #hook) int BPF_PROG(name, args)
+#define CUSTODE_LSM_(hook, name, flags, args...)                                                          \
+	const volatile __u32 custode_hook_nargs__##name = (___bpf_narg(args) - 1) | (flags);              \
 	static __always_inline int ____##name(unsigned long long *ctx, ##args);                            \
 	SEC("lsm/" #hook) int name(unsigned long long *ctx)                                                \
 	{                                                                                                  \

@@ -55,6 +55,8 @@ enum custode_run_flags {
 	CUSTODE_RUN_NO_LISTEN = 1u << 4, /* bind to a non-zero port denied */
 	CUSTODE_RUN_PROCESS = 1u << 5,   /* process policy applies (ptrace, signals: docs/process.md) */
 	CUSTODE_RUN_PTRACE_RUN = 1u << 6, /* "ptrace": "run": the run may trace its own processes */
+	/* 1u << 7 is CUSTODE_RUN_ATTACHED (below) */
+	CUSTODE_RUN_WX_DENY = 1u << 8,    /* "wx": "deny": no writable or anonymous executable memory */
 };
 
 /*

@@ -68,7 +68,26 @@
 	X(FILE_IOCTL, 53, "file_ioctl") \
 	X(INODE_INIT_SECURITY_ANON, 54, "inode_init_security_anon") \
 	X(KERNEL_READ_FILE, 55, "kernel_read_file") \
-	X(KERNEL_LOAD_DATA, 56, "kernel_load_data")
+	X(KERNEL_LOAD_DATA, 56, "kernel_load_data") \
+	X(INODE_REMOVEXATTR, 57, "inode_removexattr") \
+	X(PATH_CHROOT, 58, "path_chroot") \
+	X(IPC_PERMISSION, 59, "ipc_permission") \
+	X(IPC_ASSOCIATE, 60, "ipc_associate") \
+	X(IPC_CTL, 61, "ipc_ctl") \
+	X(IPC_ALLOC, 62, "ipc_alloc") \
+	X(TASK_SETNICE, 63, "task_setnice") \
+	X(TASK_SETIOPRIO, 64, "task_setioprio") \
+	X(TASK_SETSCHEDULER, 65, "task_setscheduler") \
+	X(TASK_MOVEMEMORY, 66, "task_movememory") \
+	X(TASK_SETRLIMIT, 67, "task_setrlimit") \
+	X(SOCKET_SETSOCKOPT, 68, "socket_setsockopt") \
+	X(SOCKET_SENDMSG, 69, "socket_sendmsg") \
+	X(SOCKET_LISTEN, 70, "socket_listen") \
+	X(SOCKET_CREATE, 71, "socket_create") \
+	X(FILE_IOCTL_COMPAT, 72, "file_ioctl_compat") \
+	X(SETSOCKOPT, 73, "setsockopt") \
+	X(INET_CONN_REQUEST, 74, "inet_conn_request") \
+	X(TASK_SETPGID, 75, "task_setpgid")
 
 enum custode_hook {
 #define CUSTODE_X_HOOK(sym, num, name) CUSTODE_HOOK_##sym = num,

@@ -48,7 +48,15 @@
 	X(PROCESS_KERNEL_DENIED, 33, "process.kernel.denied", "module loading, kexec and similar are denied in a run") \
 	X(ENGINE_PROTECTED, 34, "engine.protected", "custode's own maps, programs and links are reserved to custode") \
 	X(PROCESS_CGROUP_MOVE_DENIED, 35, "process.cgroup_move.denied", "clone3(CLONE_INTO_CGROUP) is denied in a run") \
-	X(FILE_CGROUP_ESCAPE_DENIED, 36, "file.cgroup_escape.denied", "moving processes into a cgroup outside the run is denied")
+	X(FILE_CGROUP_ESCAPE_DENIED, 36, "file.cgroup_escape.denied", "moving processes into a cgroup outside the run is denied") \
+	X(PROCESS_TTY_DENIED, 37, "process.tty.denied", "terminal input injection, or control of a terminal of another session") \
+	X(FILE_TTY_DENIED, 38, "file.tty.denied", "terminals of sessions outside the run are denied") \
+	X(PROCESS_IPC_DENIED, 39, "process.ipc.denied", "IPC objects (SysV, POSIX message queues) outside the run are denied") \
+	X(PROCESS_SCHED_DENIED, 40, "process.sched.denied", "priority, scheduling, resource limits and memory placement of processes outside the run are denied") \
+	X(NET_ROUTE_OPTION_DENIED, 41, "net.route_option.denied", "source routes and routing headers are refused in a run") \
+	X(NET_HOST_ADDRESS, 42, "net.host_address", "an address of this host, not granted as a literal") \
+	X(PROCESS_WX_DENIED, 43, "process.wx.denied", "writable or anonymous executable memory refused (process.wx: deny)") \
+	X(NET_INBOUND_DENIED, 44, "net.inbound.denied", "an inbound connection from a peer outside the run's grants")
 
 #define CUSTODE_USER_REASONS(X)                                                       \
 	X(PRIVILEGE_REQUIRED, 100, "privilege.required", "custode needs root (CAP_BPF, CAP_SYS_ADMIN)") \

@@ -102,7 +102,7 @@ KTEST(escape_08_mount_family)
 	esc_engine_denied(&r, "EPERM\n", "sb_mount", "file.mount.denied", NULL, "mount -t tmpfs");
 	/* chroot's hook is path_chroot, recorded with the pivot_root hook id */
 	esc_join(&h, &r, ESC_NOBODY, STEPS("wait", "+", "userns", "+", "chroot", a));
-	esc_engine_denied(&r, "EPERM\n", "sb_pivotroot", "file.mount.denied", NULL, "chroot");
+	esc_engine_denied(&r, "EPERM\n", "path_chroot", "file.mount.denied", NULL, "chroot");
 	/* the mounts and the chroot are made before the process enters the run: only pivot_root is left to refuse */
 	esc_join(&h, &r, ESC_NOBODY,
 		 STEPS("userns", "+", "mount-tmpfs", n, "+", "mkdir", nr, "+", "mount-tmpfs", nr, "+", "mkdir", old, "+",

@@ -1026,7 +1026,8 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 	run.flags = CUSTODE_RUN_ATTACHED | (r.p->has_filesystem ? CUSTODE_RUN_FILE : 0) |
 		    (r.p->has_network ? CUSTODE_RUN_NET : 0) | (r.p->has_network && !net.listen ? CUSTODE_RUN_NO_LISTEN : 0) |
 		    (r.p->audit ? CUSTODE_RUN_AUDIT : 0) | (r.p->has_process ? CUSTODE_RUN_PROCESS : 0) |
-		    (r.p->has_process && r.p->ptrace_run ? CUSTODE_RUN_PTRACE_RUN : 0);
+		    (r.p->has_process && r.p->ptrace_run ? CUSTODE_RUN_PTRACE_RUN : 0) |
+		    (r.p->has_process && r.p->wx_deny ? CUSTODE_RUN_WX_DENY : 0);
 	if ((err = custode_engine_register(e, cgid, &run))) {
 		err = custode_refuse(why, -err, err == -E2BIG ? CUSTODE_REASON_ENGINE_MAP_FULL : CUSTODE_REASON_RUN_SETUP_FAILED,
 				     "register run: %s", strerror(-err));

@@ -19,6 +19,7 @@
 #include "engine/hooks.h"
 
 #define NARGS_PREFIX "custode_hook_nargs__"
+#define HOOK_OPTIONAL 0x10000 /* CUSTODE_HOOK_OPTIONAL in bpf/lib/custode.bpf.h */
 
 static struct btf *kernel_btf;
 
@@ -150,12 +151,12 @@ int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_r
 					      "%s: program %s declares no hook argument count (use CUSTODE_LSM)", what,
 					      bpf_program__name(prog));
 		have = custode_kernel_hook_nargs(kbtf, hook);
-		bpf_program__set_autoload(prog, have == want);
+		bpf_program__set_autoload(prog, have == (want & ~HOOK_OPTIONAL));
 	}
 	/* every hook keeps exactly one program (each hook checked at its first program) */
 	bpf_object__for_each_program(prog, obj) {
 		const char *hook = custode_lsm_hook_of(bpf_program__section_name(prog));
-		bool seen = false, before = true;
+		bool seen = false, before = true, optional = true;
 		char known[256] = "";
 		size_t len = 0;
 		int fitting = 0, have;
@@ -172,13 +173,16 @@ int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_r
 			if (before)
 				seen = true;
 			fitting += bpf_program__autoload(other);
+			optional &= (declared_nargs(&d, bpf_program__name(other)) & HOOK_OPTIONAL) != 0;
 			if (len < sizeof(known))
 				len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%d", len ? " or " : "",
-							declared_nargs(&d, bpf_program__name(other)));
+							declared_nargs(&d, bpf_program__name(other)) & ~HOOK_OPTIONAL);
 		}
 		if (seen || fitting == 1)
 			continue;
 		have = custode_kernel_hook_nargs(kbtf, hook);
+		if (!fitting && optional && have == -ENOENT)
+			continue; /* a hook this kernel doesn't have, and custode can do without */
 		if (fitting > 1)
 			return custode_refuse(why, EINVAL, CUSTODE_REASON_ENGINE_LOAD_FAILED,
 					      "%s: %d programs fit LSM hook %s (%d arguments); one must", what, fitting,

@@ -202,7 +202,7 @@ static int parse_filesystem(json_t *arr, struct custode_policy *p, struct custod
 
 static int parse_process(json_t *obj, struct custode_policy *p, struct custode_refusal *why)
 {
-	static const char *const fields[] = {"ptrace", "signals", NULL};
+	static const char *const fields[] = {"ptrace", "signals", "wx", NULL};
 	const char *s;
 	int err;
 
@@ -220,6 +220,11 @@ static int parse_process(json_t *obj, struct custode_policy *p, struct custode_r
 	if (s && strcmp(s, "run"))
 		return BAD(why, "content.process.signals: must be \"run\"");
 	p->signals_run = true;
+	if ((err = get_string(obj, "wx", "content.process", false, &s, why)))
+		return err;
+	if (s && strcmp(s, "deny") && strcmp(s, "allow"))
+		return BAD(why, "content.process.wx: must be \"deny\" or \"allow\"");
+	p->wx_deny = s && !strcmp(s, "deny");
 	return 0;
 }
 

@@ -74,6 +74,7 @@ struct custode_policy {
 	bool has_process;
 	bool ptrace_run;  /* "ptrace": "run" */
 	bool signals_run; /* "signals": "run" */
+	bool wx_deny;     /* "wx": "deny": no writable or anonymous executable memory */
 
 	bool has_network;
 	struct custode_egress_rule *egress;

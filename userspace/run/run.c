@@ -552,7 +552,8 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 		    (l->policy->has_network && !l->net.listen ? CUSTODE_RUN_NO_LISTEN : 0) |
 		    (o->audit || l->policy->audit ? CUSTODE_RUN_AUDIT : 0) |
 		    (l->policy->has_process ? CUSTODE_RUN_PROCESS : 0) |
-		    (l->policy->has_process && l->policy->ptrace_run ? CUSTODE_RUN_PTRACE_RUN : 0);
+		    (l->policy->has_process && l->policy->ptrace_run ? CUSTODE_RUN_PTRACE_RUN : 0) |
+		    (l->policy->has_process && l->policy->wx_deny ? CUSTODE_RUN_WX_DENY : 0);
 	run.policy_version = (__u32)l->policy->version;
 	if ((err = custode_engine_register(&l->e, l->st.cgroup_id, &run)))
 		return custode_refuse(why, -err, err == -E2BIG ? CUSTODE_REASON_ENGINE_MAP_FULL : CUSTODE_REASON_RUN_SETUP_FAILED,
@@ -615,7 +616,12 @@ static pid_t spawn_into(int cgfd, const struct run_opts *o, const struct launch 
 	long pid;
 
 	memset(&args, 0, sizeof(args));
-	args.flags = CLONE_INTO_CGROUP;
+	/*
+	 * An IPC namespace of its own: the run sees no SysV object or POSIX
+	 * message queue of the host's, and the host none of its (the process
+	 * class also scopes IPC by owner, for attached runs: docs/process.md).
+	 */
+	args.flags = CLONE_INTO_CGROUP | CLONE_NEWIPC;
 	args.exit_signal = SIGCHLD;
 	args.cgroup = (__u64)cgfd;
 	pid = syscall(SYS_clone3, &args, sizeof(args));
