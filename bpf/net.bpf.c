@@ -12,6 +12,7 @@
  */
 #include "net_maps.bpf.h"
 #include "custode/addr.h"
+#include "route.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -417,19 +418,7 @@ int custode_bind6(struct bpf_sock_addr *ctx)
 	return bind_decide(CUSTODE_HOOK_BIND6, ctx, AF_INET6);
 }
 
-/*
- * Socket options that reroute packets after connect/sendmsg decided on the
- * destination: IPv4 source routes (IP_OPTIONS) and IPv6 routing headers
- * (IPV6_RTHDR, IPV6_2292RTHDR), refused for runs with an egress policy
- * (net.route_option.denied). This is the egress class's part, for hosts
- * without BPF-LSM; with BPF-LSM the process class also refuses them as
- * per-message control messages (socket_sendmsg), which no cgroup hook sees.
- */
-#define SOL_IP 0
-#define SOL_IPV6 41
-#define IP_OPTIONS 4
-#define IPV6_2292RTHDR 5
-#define IPV6_RTHDR 57
+/* Route options (bpf/lib/route.bpf.h), for hosts without BPF-LSM too. */
 #define SOCKOPT_PAGE 4096
 
 SEC("cgroup/setsockopt")
@@ -439,7 +428,7 @@ int custode_setsockopt(struct bpf_sockopt *ctx)
 	__u64 run_cgid = 0;
 	int level = ctx->level, name = ctx->optname, where;
 
-	if ((level == SOL_IP && name == IP_OPTIONS) || (level == SOL_IPV6 && (name == IPV6_RTHDR || name == IPV6_2292RTHDR))) {
+	if (custode_route_option(level, name)) {
 		where = custode_current_run(&run, &run_cgid);
 		if (where == CUSTODE_UNREGISTERED || (where == CUSTODE_IN_RUN && run && (run->flags & CUSTODE_RUN_NET)))
 			return net_deny(run_cgid, run, CUSTODE_HOOK_SETSOCKOPT,

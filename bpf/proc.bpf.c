@@ -12,6 +12,7 @@
  * program honours an earlier LSM verdict and denies with -EPERM.
  */
 #include "tty.bpf.h"
+#include "route.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -515,12 +516,6 @@ CUSTODE_LSM(sem_semctl, custode_proc_sem_semctl, struct kern_ipc_perm *perm, int
 #define AF_INET6 10
 #define AF_NETLINK 16
 #define NETLINK_ROUTE 0
-#define SOL_IP 0
-#define SOL_IPV6 41
-#define IP_OPTIONS 4
-#define IP_RETOPTS 7
-#define IPV6_2292RTHDR 5
-#define IPV6_RTHDR 57
 
 /*
  * Socket families: unix, inet, inet6 and rtnetlink only, for every run
@@ -547,21 +542,7 @@ CUSTODE_LSM(socket_create, custode_proc_socket_create, int family, int type, int
 		    (__u32)protocol);
 }
 
-/*
- * Options that change where a packet goes after the egress hooks decided on
- * its destination: IPv4 source routes (IP_OPTIONS) and IPv6 routing headers
- * (IPV6_RTHDR, IPV6_2292RTHDR), as socket options and (socket_sendmsg) as
- * per-message control messages (IP_RETOPTS, IPV6_RTHDR, IPV6_2292RTHDR).
- * Refused for runs with an egress policy (net.route_option.denied). The
- * egress class refuses the socket options too (cgroup/setsockopt), for
- * hosts without BPF-LSM.
- */
-static __always_inline bool route_option(int level, int name)
-{
-	return (level == SOL_IP && (name == IP_OPTIONS || name == IP_RETOPTS)) ||
-	       (level == SOL_IPV6 && (name == IPV6_RTHDR || name == IPV6_2292RTHDR));
-}
-
+/* Route options: bpf/lib/route.bpf.h. */
 static __always_inline int net_run(__u16 hook, struct custode_run **run, __u64 *cgid, __u32 detail, __u32 command,
 				   int *verdict)
 {
@@ -580,7 +561,7 @@ CUSTODE_LSM(socket_setsockopt, custode_proc_socket_setsockopt, struct socket *so
 
 	if (ret)
 		return ret;
-	if (!route_option(level, optname))
+	if (!custode_route_option(level, optname))
 		return 0;
 	if (net_run(CUSTODE_HOOK_SOCKET_SETSOCKOPT, &run, &cgid, (__u32)level, (__u32)optname, &verdict) <= 0)
 		return verdict;
@@ -625,7 +606,7 @@ CUSTODE_LSM(socket_sendmsg, custode_proc_socket_sendmsg, struct socket *sock, st
 			return 0;
 		if (bpf_probe_read_kernel(&h, sizeof(h), control + off))
 			break;
-		if (route_option(h.level, h.type))
+		if (custode_route_option(h.level, h.type))
 			return deny(CUSTODE_HOOK_SOCKET_SENDMSG, CUSTODE_REASON_NET_ROUTE_OPTION_DENIED, run, cgid, NULL, 0,
 				    (__u32)h.level, (__u32)h.type);
 		if (h.len < sizeof(h))
