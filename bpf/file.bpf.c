@@ -603,14 +603,17 @@ CUSTODE_LSM(bprm_check_security, custode_bprm_check, struct linux_binprm *bprm, 
  * W^X, opt-in ("process": {"wx": "deny"}): no memory that is executable and
  * either anonymous or writable — JIT-compiled or decrypted code can't be
  * run (process.wx.denied). A private file mapping whose pages were written
- * (it has anonymous copies) counts as writable. Breaks JITs (V8/Node, the
+ * (it has anonymous copies) counts as writable, and so does a file that is
+ * open for writing anywhere (i_writecount > 0: the double mapping JITs use,
+ * one writable view and one executable view of the same memfd or file). Breaks JITs (V8/Node, the
  * JVM, LuaJIT, PyPy, .NET, wasm runtimes): see docs/process.md.
  */
 static __always_inline int wx_check(struct who *w, struct file *file, unsigned long prot, struct ask *a)
 {
 	if (!w->run || w->where != CUSTODE_IN_RUN || !(w->run->flags & CUSTODE_RUN_WX_DENY) || !w->s)
 		return 0;
-	if (file && !(prot & PROT_WRITE))
+	/* a file open for writing somewhere (a second, writable mapping of a memfd or a workspace file) is writable */
+	if (file && !(prot & PROT_WRITE) && BPF_CORE_READ(file, f_inode, i_writecount.counter) <= 0)
 		return 0;
 	if (file)
 		ask_inode(a, file->f_inode);

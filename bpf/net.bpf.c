@@ -187,6 +187,15 @@ static __always_inline int egress_decide(__u16 hook, struct bpf_sock_addr *ctx, 
 		return dns_redirect(hook, ctx, run_cgid, run, addr, family, port);
 
 	cls = custode_addr_classify(addr);
+	if (cls == CUSTODE_ADDR_ORDINARY || cls == CUSTODE_ADDR_PRIVATE) {
+		/* one of this namespace's own addresses: a local service, reached without loopback */
+		struct custode_host_addr_key hk;
+
+		hk.netns = bpf_get_netns_cookie(ctx);
+		__builtin_memcpy(hk.addr, addr, 16);
+		if (bpf_map_lookup_elem(&custode_host_addrs, &hk))
+			cls = CUSTODE_ADDR_HOST;
+	}
 	__builtin_memset(&key, 0, sizeof(key));
 	key.prefixlen = CUSTODE_NET_KEY_PREFIX_BITS + 128;
 	key.ruleset = run->ruleset;

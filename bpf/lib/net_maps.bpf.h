@@ -26,6 +26,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } custode_net_private SEC(".maps");
 
+/* The host's own addresses per network namespace (struct custode_host_addr_key). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CUSTODE_MAX_HOST_ADDRS);
+	__type(key, struct custode_host_addr_key);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} custode_host_addrs SEC(".maps");
+
 /*
  * Resolver pins, per run. Filled by the resolver (full map: the resolver
  * answers the run with a failure — fail closed); an expired pin is ignored.

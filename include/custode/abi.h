@@ -10,7 +10,7 @@
 #include "custode/types.h"
 #include "custode/reasons.h"
 
-#define CUSTODE_ABI_VERSION 3 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache */
+#define CUSTODE_ABI_VERSION 4 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses) */
 
 /* bpffs layout of the pinned engine */
 #define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"
@@ -314,6 +314,24 @@ struct custode_run_cache {
 #define CUSTODE_RUN_CACHE_VALID (1ull << 63)
 #define CUSTODE_RUN_CACHE_BUSY 1ull
 
+/*
+ * The host's own addresses (map custode_host_addrs, hash): every address of
+ * a network namespace custode runs in, keyed by the namespace's cookie
+ * (SO_NETNS_COOKIE, bpf_get_netns_cookie), kept current by custode's
+ * processes from rtnetlink (userspace/engine/hostaddrs.c). A run's
+ * connect/sendmsg to one of them is a connection to a local service through
+ * a non-loopback address: classified CUSTODE_ADDR_HOST (net.host_address),
+ * denied unless granted as a literal (--allow ADDR:PORT) or by
+ * network.private. Value: the interface index.
+ */
+struct custode_host_addr_key {
+	__u64 netns;
+	__u8 addr[16]; /* IPv4 as ::ffff:a.b.c.d */
+};
+
+#define CUSTODE_MAX_HOST_ADDRS 65536
+
+_Static_assert(sizeof(struct custode_host_addr_key) == 24, "custode_host_addr_key ABI");
 _Static_assert(sizeof(struct custode_run_cache) == 16, "custode_run_cache ABI");
 _Static_assert(sizeof(struct custode_gate) == 16, "custode_gate ABI");
 _Static_assert(sizeof(struct custode_gates) == 8 + 16 * CUSTODE_MAX_GATES, "custode_gates ABI");

@@ -30,6 +30,7 @@ enum custode_addr_class {
 	CUSTODE_ADDR_BROADCAST = 6,   /* 255.255.255.255 */
 	CUSTODE_ADDR_RESERVED = 7,    /* 240/4, benchmarking 198.18/15 and 2001:2::/48, discard 100::/64 */
 	CUSTODE_ADDR_METADATA = 8,    /* 169.254.169.254, fd00:ec2::254, 168.63.129.16, 100.100.100.200 */
+	CUSTODE_ADDR_HOST = 9,        /* one of the host's own addresses (not from the address: map custode_host_addrs) */
 };
 
 /* Class of an IPv4 address given as its four bytes in network order. */
@@ -192,6 +193,8 @@ CUSTODE_ADDR_INLINE int custode_addr_reason(int cls)
 		return CUSTODE_REASON_NET_RESERVED;
 	case CUSTODE_ADDR_METADATA:
 		return CUSTODE_REASON_NET_METADATA;
+	case CUSTODE_ADDR_HOST:
+		return CUSTODE_REASON_NET_HOST_ADDRESS;
 	}
 	return 0;
 }

@@ -378,34 +378,111 @@ static bool listen_on(int family, int port)
 	return bind(fd, (struct sockaddr *)&ss, len) == 0 && listen(fd, 128) == 0;
 }
 
+static int near_ns = -1, far_ns = -1;
+
+bool ktest_far_enter(void)
+{
+	if (far_ns < 0 || setns(far_ns, CLONE_NEWNET) < 0) {
+		ktest_log("entering the far network namespace: %s", far_ns < 0 ? "no ktest_netns" : strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+void ktest_far_leave(void)
+{
+	if (near_ns >= 0 && setns(near_ns, CLONE_NEWNET) < 0)
+		ktest_log("leaving the far network namespace: %s", strerror(errno));
+}
+
+bool ktest_far_sh(const char *cmd)
+{
+	bool ok;
+
+	if (!ktest_far_enter())
+		return false;
+	ok = sh(cmd);
+	ktest_far_leave();
+	return ok;
+}
+
+bool ktest_far_addr(const char *addr)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), strchr(addr, ':') ? "ip -6 addr add %s/128 dev ktv1 nodad" : "ip addr add %s/32 dev ktv1",
+		 addr);
+	return ktest_far_sh(cmd);
+}
+
+/* Can a socket of the near namespace reach [2001:db8::10]:8080 and 203.0.113.10:8080 (neighbour discovery done)? */
+static bool far_reachable(void)
+{
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6, .sin6_port = htons(8080)};
+	struct sockaddr_in s4 = {.sin_family = AF_INET, .sin_port = htons(8080)};
+	int f6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), f4 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	inet_pton(AF_INET6, "2001:db8::10", &s6.sin6_addr);
+	inet_pton(AF_INET, "203.0.113.10", &s4.sin_addr);
+	ok = f6 >= 0 && f4 >= 0 && connect(f6, (struct sockaddr *)&s6, sizeof(s6)) == 0 &&
+	     connect(f4, (struct sockaddr *)&s4, sizeof(s4)) == 0;
+	if (f6 >= 0)
+		close(f6);
+	if (f4 >= 0)
+		close(f4);
+	return ok;
+}
+
 bool ktest_netns(void)
 {
-	if (unshare(CLONE_NEWNET) < 0) {
-		ktest_log("unshare(CLONE_NEWNET): %s", strerror(errno));
+	char cmd[256];
+	bool ok;
+
+	if (near_ns >= 0)
+		close(near_ns);
+	if (far_ns >= 0)
+		close(far_ns);
+	near_ns = far_ns = -1;
+	/* far first: the namespace standing for the internet */
+	if (unshare(CLONE_NEWNET) < 0 || (far_ns = open("/proc/self/ns/net", O_RDONLY)) < 0) {
+		ktest_log("far network namespace: %s", strerror(errno));
 		return false;
 	}
-	if (!sh("ip link set lo up") || !sh("ip addr add 203.0.113.10/32 dev lo") ||
-	    !sh("ip addr add 2001:db8::10/128 dev lo"))
+	sh("sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 >/dev/null 2>&1 || true");
+	if (!sh("ip link set lo up"))
 		return false;
-	/* IPv6 DAD would keep the address tentative for a while on some kernels */
-	sh("sysctl -qw net.ipv6.conf.lo.accept_dad=0 >/dev/null 2>&1 || true");
+	if (unshare(CLONE_NEWNET) < 0 || (near_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
+		ktest_log("near network namespace: %s", strerror(errno));
+		return false;
+	}
+	sh("sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 >/dev/null 2>&1 || true");
+	snprintf(cmd, sizeof(cmd), "ip link add ktv0 type veth peer name ktv1 netns /proc/%d/fd/%d", (int)getpid(),
+		 far_ns);
+	if (!sh("ip link set lo up") || !sh(cmd) || !sh("ip addr add 198.51.100.1/32 dev ktv0") ||
+	    !sh("ip -6 addr add 2001:db8:1::1/128 dev ktv0 nodad") || !sh("ip link set ktv0 up") ||
+	    !sh("ip route add default dev ktv0") || !sh("ip -6 route add default dev ktv0"))
+		return false;
+	if (!ktest_far_sh("ip link set ktv1 up") || !ktest_far_addr("203.0.113.10") || !ktest_far_addr("2001:db8::10") ||
+	    !ktest_far_sh("ip route add default dev ktv1") || !ktest_far_sh("ip -6 route add default dev ktv1"))
+		return false;
 	/* let everyone open ping sockets here, so that a refusal inside a run is custode's */
 	sh("echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range");
-	for (int i = 0; i < 50; i++) {
-		int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
-		bool ok;
-
-		inet_pton(AF_INET6, "2001:db8::10", &s6.sin6_addr);
-		ok = fd >= 0 && bind(fd, (struct sockaddr *)&s6, sizeof(s6)) == 0;
-		if (fd >= 0)
-			close(fd);
-		if (ok)
-			break;
-		usleep(100000);
+	if (!ktest_far_enter())
+		return false;
+	ok = listen_on(AF_INET, 8080) && listen_on(AF_INET, 8081) && listen_on(AF_INET6, 8080) &&
+	     listen_on(AF_INET6, 8081);
+	ktest_far_leave();
+	if (!ok)
+		return false;
+	/* the links come up and neighbours are found asynchronously: wait until both families connect */
+	for (int i = 0; i < 200; i++) {
+		if (far_reachable())
+			return true;
+		usleep(50000);
 	}
-	return listen_on(AF_INET, 8080) && listen_on(AF_INET, 8081) && listen_on(AF_INET6, 8080) &&
-	       listen_on(AF_INET6, 8081);
+	ktest_log("the far namespace's listeners stay unreachable");
+	return false;
 }
 
 json_t *ktest_find_net_event(json_t *arr, const char *reason, const char *addr, int port)

@@ -116,11 +116,22 @@ json_t *ktest_events(void);
 json_t *ktest_find_event(json_t *arr, const char *hook, const char *reason, const char *path);
 
 /*
- * Put this test process in a new network namespace with lo up, the test
- * addresses 203.0.113.10 and 2001:db8::10 on lo, and TCP listeners on
- * 0.0.0.0 and [::] (v6-only) at ports 8080 and 8081. No route leaves it.
+ * Put this test process in a new network namespace ("near", lo up, its own
+ * addresses 198.51.100.1 and 2001:db8:1::1 on a veth link) whose default
+ * routes lead over that link to a second namespace ("far") standing for
+ * the internet: the test addresses 203.0.113.10 and 2001:db8::10 live there,
+ * with TCP listeners on 0.0.0.0 and [::] (v6-only) at ports 8080 and 8081.
+ * The test addresses are not the near namespace's own (custode denies a
+ * run's own host addresses, net.host_address). No route leaves the pair.
  */
 bool ktest_netns(void);
+/* Add an address (no prefix length) to the far namespace. */
+bool ktest_far_addr(const char *addr);
+/* Run a shell command in the far namespace; true if it exits 0. */
+bool ktest_far_sh(const char *cmd);
+/* Enter the far namespace (sockets made now live there) and come back. */
+bool ktest_far_enter(void);
+void ktest_far_leave(void);
 /* Skip unless cgroup socket programs load here. */
 void ktest_need_cgroup_bpf(void);
 /* First event with this hook prefix (NULL: any), reason, net.addr and net.port (0: any). */

@@ -88,12 +88,9 @@ static inline bool dns_setup_no_daemon(struct dnsfix *f)
 	ktest_need_cgroup_bpf();
 	if (!ASSERT_TRUE(ktest_make_dirs(&f->d), "dirs") || !ASSERT_TRUE(ktest_netns(), "network namespace"))
 		return false;
-	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "ip addr add %s/32 dev lo", addrs[i]);
-		if (!ASSERT_EQ(system(cmd), 0, cmd))
+	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++)
+		if (!ASSERT_TRUE(ktest_far_addr(addrs[i]), addrs[i]))
 			return false;
-	}
 	snprintf(f->dnsd_log, sizeof(f->dnsd_log), "%s/dnsd.log", f->d.root);
 	snprintf(f->dnsd_out, sizeof(f->dnsd_out), "%s/dnsd.out", f->d.root);
 	snprintf(f->daemon_log, sizeof(f->daemon_log), "%s/daemon.log", f->d.root);

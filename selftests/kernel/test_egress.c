@@ -478,8 +478,13 @@ KTEST(egress_listen_policy)
 	ASSERT_CONTAINS(r.err, "net.bind.denied", "reason");
 	in_run(&r, ARGS("--policy", nolisten), ARGS("bind", "0.0.0.0", "0"));
 	ASSERT_STREQ(r.out, "ok\n", "an ephemeral port is fine");
+	/* the built-in profiles say "listen": false (issue 13) */
 	in_run(&r, ARGS("--profile", "net-only"), ARGS("bind", "::", "9000"));
-	ASSERT_STREQ(r.out, "ok\n", "default: may listen");
+	ASSERT_STREQ(r.out, "EPERM\n", "net-only: may not listen");
+	ASSERT_CONTAINS(r.err, "net.bind.denied", "net-only: reason");
+	/* a policy that doesn't say: may listen */
+	in_run(&r, ARGS("--policy", f.docnet), ARGS("bind", "::", "9000"));
+	ASSERT_STREQ(r.out, "ok\n", "a policy without \"listen\": may listen");
 }
 
 /* The read profile denies all egress (it needs BPF-LSM for its file rules: guest). */

@@ -765,6 +765,7 @@ Test(addr, reason_per_class)
 		{B, CUSTODE_REASON_NET_BROADCAST, "net.broadcast"},
 		{R, CUSTODE_REASON_NET_RESERVED, "net.reserved"},
 		{M, CUSTODE_REASON_NET_METADATA, "net.metadata"},
+		{CUSTODE_ADDR_HOST, CUSTODE_REASON_NET_HOST_ADDRESS, "net.host_address"},
 	};
 
 	cr_assert_eq(custode_addr_reason(O), 0);
@@ -780,7 +781,7 @@ Test(addr, reason_per_class)
 			cr_expect_neq(custode_addr_reason(c[i].cls), custode_addr_reason(c[j].cls));
 	/* anything else is no reason */
 	cr_assert_eq(custode_addr_reason(-1), 0);
-	cr_assert_eq(custode_addr_reason(9), 0);
+	cr_assert_eq(custode_addr_reason(10), 0);
 	cr_assert_eq(custode_addr_reason(1000), 0);
 }
 

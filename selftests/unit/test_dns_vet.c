@@ -126,6 +126,43 @@ Test(dns_vet, granted_literal_is_kept)
 	cr_assert_eq(v.dropped, 1);
 }
 
+/* the host's own addresses (198.51.100.1 here, and the private 10.0.0.1) */
+static bool host_198_51_100_1(void *ctx, const uint8_t addr[16])
+{
+	(void)ctx;
+	return addr[10] == 0xff && ((addr[12] == 198 && addr[13] == 51 && addr[14] == 100 && addr[15] == 1) ||
+				    (addr[12] == 10 && addr[13] == 0 && addr[14] == 0 && addr[15] == 1));
+}
+
+Test(dns_vet, host_addresses_are_dropped_unless_granted)
+{
+	struct custode_dns_vet_opts o = {.host = host_198_51_100_1};
+
+	answer("rhost.test", 1, 2, 0);
+	t_a(&m, NULL, "198.51.100.1", 300);
+	t_a(&m, NULL, "203.0.113.10", 300);
+	vet("rhost.test", 1, &o);
+	cr_assert_eq(v.reason, 0);
+	cr_assert_eq(v.n_addrs, 1);
+	cr_assert_eq(v.addrs[0][12], 203);
+	cr_assert_eq(v.dropped, 1);
+	cr_assert_eq(v.first_dropped_class, CUSTODE_ADDR_HOST);
+
+	answer("rhost.test", 1, 1, 0);
+	t_a(&m, NULL, "198.51.100.1", 300);
+	vet("rhost.test", 1, &o);
+	cr_assert_eq(v.reason, CUSTODE_REASON_DNS_ANSWER_PRIVATE);
+	cr_assert_eq(v.n_addrs, 0);
+	cr_assert(strstr(v.detail, "net.host_address") != NULL, "%s", v.detail);
+
+	/* a private address of the host granted by network.private stays */
+	o.granted = grant_10_0_0_1;
+	answer("rhost.test", 1, 1, 0);
+	t_a(&m, NULL, "10.0.0.1", 300);
+	vet("rhost.test", 1, &o);
+	cr_assert_eq(v.n_addrs, 1);
+}
+
 Test(dns_vet, additional_authority_and_unrelated_records_never_count)
 {
 	/* answer: the name's A, an unrelated A; authority: NS; additional: A records of the name and another */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 
+#include "engine/hostaddrs.h"
 #include "attach/attach.h"
 #include "bundle/jcs.h"
 #include "bundle/timeutil.h"
@@ -1008,6 +1009,9 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 	}
 	b.workspace = ws;
 	b.tmp = tmp;
+	/* the addresses of the cgroup's network namespace are local services to it (net.host_address) */
+	if (r.p->has_network && (err = custode_hostaddrs_watch_pid(custode_hostaddrs_cgroup_pid(canon), why)))
+		goto undo;
 	if ((err = custode_policy_compile_fs(r.p, &b, st->ruleset, &fs, why)) ||
 	    (err = custode_policy_compile_net(r.p, NULL, 0, st->ruleset, &net, why)) ||
 	    (err = custode_dns_run_prepare(a->run_id, &net, why)))

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "custode/resolver.h"
+#include "engine/hostaddrs.h"
 #include "daemon/bundles.h"
 #include "daemon/control.h"
 #include "daemon/daemon.h"
@@ -445,6 +446,22 @@ static int resolver_done(void *arg, uint32_t revents)
 	return RT.err ? RT.err : -EPIPE;
 }
 
+static int hostaddrs_event(void *arg, uint32_t revents)
+{
+	struct custode_refusal hw = {0};
+
+	(void)revents;
+	if (custode_hostaddrs_refresh_fd((int)(intptr_t)arg, &hw))
+		fprintf(stderr, "custode daemon: host addresses: %s: %s\n", custode_reason_name(hw.reason), hw.detail);
+	return 0;
+}
+
+static void hostaddrs_watch_added(int fd)
+{
+	if (custode_loop_add(fd, EPOLLIN, hostaddrs_event, (void *)(intptr_t)fd) < 0)
+		fprintf(stderr, "custode daemon: host addresses: can't watch fd %d\n", fd);
+}
+
 static int on_signalfd(void *arg, uint32_t revents)
 {
 	struct signalfd_siginfo si;
@@ -746,6 +763,15 @@ int custode_cmd_daemon(int argc, char **argv)
 		}
 		fprintf(stderr, "custode daemon: bundles: watching %s (%zu trusted key%s, threshold %u)\n", bundles_dir,
 			n_trust, n_trust == 1 ? "" : "s", threshold);
+	}
+	/* this namespace's own addresses, kept current for the runs in it (net.host_address) */
+	custode_hostaddrs_on_new(hostaddrs_watch_added);
+	{
+		struct custode_refusal hw = {0};
+
+		if (custode_hostaddrs_watch_pid(0, &hw))
+			fprintf(stderr, "custode daemon: host addresses: %s: %s (runs started here watch them themselves)\n",
+				custode_reason_name(hw.reason), hw.detail);
 	}
 	if (!no_resolver) {
 		if ((err = custode_resolver_open(&cfg, &hooks, &RT.r, &why)))

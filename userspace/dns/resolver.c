@@ -29,6 +29,7 @@
 #include "dns/resolver.h"
 #include "dns/vet.h"
 #include "dns/wire.h"
+#include "engine/hostaddrs.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -180,7 +181,7 @@ struct custode_resolver {
 	struct custode_resolver_config cfg;
 	struct custode_resolver_hooks hooks;
 	int ep, udp, tcp;
-	int runs_fd, pins_fd, priv_fd, cfg_fd, run_token_fd, token_run_fd, counters_fd;
+	int runs_fd, pins_fd, priv_fd, cfg_fd, run_token_fd, token_run_fd, counters_fd, hosts_fd;
 	__u64 netns;
 	__u32 cfg_map_id; /* the pinned custode_dns_cfg we publish in; another one: the engine was replaced */
 	struct query *q;
@@ -974,13 +975,22 @@ static bool vet_granted(void *ctx, const uint8_t addr[16])
 	return false;
 }
 
+/* One of the addresses of the namespace the runs (and this resolver) live in: a local service. */
+static bool vet_host(void *ctx, const uint8_t addr[16])
+{
+	struct vet_ctx *c = ctx;
+
+	return custode_hostaddrs_contains(c->r->hosts_fd, c->r->netns, addr);
+}
+
 static void finish(struct custode_resolver *r, struct query *q, const struct custode_dns_msg *resp, int fail_reason,
 		   const char *fail_detail)
 {
 	struct run *run = run_get(r, q->cgid);
 	struct vet_ctx vc = {.r = r, .run = run};
 	struct custode_dns_vet_opts o = {
-		.cname_strict = r->cfg.cname_strict, .name_ok = vet_name_ok, .granted = vet_granted, .ctx = &vc};
+		.cname_strict = r->cfg.cname_strict, .name_ok = vet_name_ok, .granted = vet_granted,
+		.host = vet_host, .ctx = &vc};
 	struct custode_dns_vetted *v = r->vetted;
 	struct decision_in d = {.run = run, .cgid = q->cgid, .name = &q->qname, .qtype = q->qtype, .proto = q->c.proto,
 				.enforced = true};
@@ -1604,11 +1614,12 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 	r->runs_fd = open_map("custode_runs");
 	r->pins_fd = open_map("custode_pins");
 	r->priv_fd = open_map("custode_net_private");
+	r->hosts_fd = open_map("custode_host_addrs");
 	r->cfg_fd = open_map("custode_dns_cfg");
 	r->run_token_fd = open_map("custode_dns_run_token");
 	r->token_run_fd = open_map("custode_dns_token_run");
 	r->counters_fd = open_map("custode_dns_counters");
-	if (r->runs_fd < 0 || r->pins_fd < 0 || r->priv_fd < 0 || r->cfg_fd < 0 || r->run_token_fd < 0 ||
+	if (r->runs_fd < 0 || r->pins_fd < 0 || r->priv_fd < 0 || r->hosts_fd < 0 || r->cfg_fd < 0 || r->run_token_fd < 0 ||
 	    r->token_run_fd < 0 || r->counters_fd < 0) {
 		err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISMATCH,
 				     "the pinned engine has no resolver maps (an older build still in use by runs; "
@@ -1811,7 +1822,7 @@ void custode_resolver_close(struct custode_resolver *r)
 		}
 	{
 		int fds[] = {r->ep, r->udp, r->tcp, r->runs_fd, r->pins_fd, r->priv_fd, r->cfg_fd, r->run_token_fd,
-			     r->token_run_fd, r->counters_fd};
+			     r->token_run_fd, r->counters_fd, r->hosts_fd};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
 				close(fds[i]);

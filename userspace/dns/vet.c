@@ -6,6 +6,7 @@
 #include "custode/addr.h"
 #include "custode/reasons.h"
 #include "dns/vet.h"
+#include "util/reasons.h"
 
 bool custode_dns_answers(const struct custode_dns_msg *resp, uint16_t id, const struct custode_dns_name *name,
 			 uint16_t type)
@@ -105,6 +106,8 @@ void custode_dns_vet(const struct custode_dns_name *name, uint16_t type, const s
 		    (type != CUSTODE_DNS_T_A && type != CUSTODE_DNS_T_AAAA))
 			continue;
 		cls = custode_addr_classify(rr->rd.addr);
+		if ((cls == CUSTODE_ADDR_ORDINARY || cls == CUSTODE_ADDR_PRIVATE) && o->host && o->host(o->ctx, rr->rd.addr))
+			cls = CUSTODE_ADDR_HOST; /* the last step of DNS rebinding: a granted name answering with this host */
 		if (cls != CUSTODE_ADDR_ORDINARY && !(o->granted && o->granted(o->ctx, rr->rd.addr))) {
 			if (!v->dropped++) {
 				memcpy(v->first_dropped, rr->rd.addr, 16);
@@ -120,8 +123,8 @@ void custode_dns_vet(const struct custode_dns_name *name, uint16_t type, const s
 		v->ttl = min_ttl(v->ttl, custode_dns_ttl(rr->ttl));
 	}
 	if (!v->n_addrs && v->dropped) {
-		fail(v, CUSTODE_REASON_DNS_ANSWER_PRIVATE, true, "every address of %s is special (first: class %d)",
-		     cur->text, v->first_dropped_class);
+		fail(v, CUSTODE_REASON_DNS_ANSWER_PRIVATE, true, "every address of %s is special (first: %s)",
+		     cur->text, custode_reason_name(custode_addr_reason(v->first_dropped_class)));
 		return;
 	}
 	v->rcode = CUSTODE_DNS_NOERROR;

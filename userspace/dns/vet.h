@@ -27,6 +27,8 @@ struct custode_dns_vet_opts {
 	bool (*name_ok)(void *ctx, const struct custode_dns_name *name);
 	/* a special address the run may have anyway (network.private literals; audit mode) */
 	bool (*granted)(void *ctx, const uint8_t addr[16]);
+	/* one of the host's own addresses (class CUSTODE_ADDR_HOST: vetoed like the special ones) */
+	bool (*host)(void *ctx, const uint8_t addr[16]);
 	void *ctx;
 };
 

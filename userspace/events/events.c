@@ -297,7 +297,7 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 	if (ev->object == CUSTODE_OBJECT_NET) {
 		const struct custode_event_net *n = &ev->obj.net;
 		static const char *const classes[] = {"ordinary",   "unspecified", "loopback", "private",  "link_local",
-						      "multicast", "broadcast",   "reserved", "metadata"};
+						      "multicast", "broadcast",   "reserved", "metadata", "host"};
 		char addr[64];
 		json_t *no = json_object();
 

@@ -32,6 +32,7 @@
 #include "run/env.h"
 #include "run/limits.h"
 #include "run/pty.h"
+#include "engine/hostaddrs.h"
 #include "run/seccomp.h"
 #include "run/user.h"
 #include "util/fsutil.h"
@@ -326,6 +327,7 @@ struct launch {
 	struct custode_run_env env;           /* the command's environment */
 	int out_pipe[2], err_pipe[2];         /* the command's stdout/stderr, when the output is capped */
 	struct custode_pty pty;               /* the run's own terminal, when the caller's fds 0..2 include one */
+	struct custode_hostaddr_watch hosts;  /* this namespace's own addresses, kept current (egress runs) */
 };
 
 /* A local policy file is trusted like a built-in only if nobody but root could have written it. */
@@ -537,6 +539,9 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 		return custode_refuse(why, -err, err == -E2BIG || err == -ENOSPC ? CUSTODE_REASON_ENGINE_MAP_FULL
 										 : CUSTODE_REASON_RUN_SETUP_FAILED,
 				      "adding %zu egress keys: %s", l->net.n, strerror(-err));
+	/* the run's own addresses are local services, not destinations (net.host_address) */
+	if (l->policy->has_network && (err = custode_hostaddrs_watch(&l->hosts, -1, why)))
+		return err;
 	if (mkdir(l->st.cgroup, 0755) < 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_CGROUP_FAILED, "mkdir %s: %s", l->st.cgroup,
 				      strerror(errno));
@@ -726,6 +731,7 @@ static void launch_free(struct launch *l)
 			close(l->err_pipe[i]);
 	}
 	custode_pty_close(&l->pty); /* the caller's terminal restored on every path */
+	custode_hostaddrs_unwatch(&l->hosts);
 	custode_fs_ruleset_free(&l->rules);
 	custode_net_ruleset_free(&l->net);
 	custode_seccomp_free(&l->filter);
@@ -760,6 +766,7 @@ int custode_cmd_run(int argc, char **argv)
 	l.lock_fd = -1;
 	l.out_pipe[0] = l.out_pipe[1] = l.err_pipe[0] = l.err_pipe[1] = -1;
 	custode_pty_init(&l.pty);
+	l.hosts = (struct custode_hostaddr_watch)CUSTODE_HOSTADDR_WATCH_INIT;
 	if ((err = custode_run_user_resolve(o.user, &l.user, &why)))
 		return refuse(&why);
 	if ((err = load_policy(&o, &l, &why)))
@@ -855,9 +862,10 @@ int custode_cmd_run(int argc, char **argv)
 	if (timeout_sec)
 		deadline = now_ms() + timeout_sec * 1000LL;
 	while (!child_done) {
-		struct pollfd pfd[6] = {{.fd = sfd, .events = POLLIN},
+		struct pollfd pfd[7] = {{.fd = sfd, .events = POLLIN},
 					{.fd = relay.fd[0], .events = POLLIN},
-					{.fd = relay.fd[1], .events = POLLIN}};
+					{.fd = relay.fd[1], .events = POLLIN},
+					[6] = {.fd = l.hosts.nl_fd, .events = POLLIN}};
 		struct signalfd_siginfo si;
 		int wait_ms = -1;
 		bool over = false;
@@ -875,8 +883,15 @@ int custode_cmd_run(int argc, char **argv)
 			}
 		}
 		custode_pty_pollfds(&l.pty, pfd + 3);
-		if (poll(pfd, 6, wait_ms) <= 0)
+		if (poll(pfd, 7, wait_ms) <= 0)
 			continue;
+		if (pfd[6].revents & (POLLIN | POLLERR)) {
+			struct custode_refusal hw = {0};
+
+			/* a failed re-read leaves the old entries: they only deny */
+			if (custode_hostaddrs_refresh(&l.hosts, &hw))
+				fprintf(stderr, "custode: run: %s: %s\n", custode_reason_name(hw.reason), hw.detail);
+		}
 		for (int i = 0; i < 2; i++)
 			if (pfd[1 + i].revents & (POLLIN | POLLHUP | POLLERR))
 				over |= relay_drain(&relay, i);

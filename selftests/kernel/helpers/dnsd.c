@@ -198,6 +198,16 @@ static bool zone(struct msg *m, uint16_t id, const uint8_t *q, size_t qlen, cons
 	} else if (is(name, "r127.test")) {
 		if (type == T_A)
 			rr_a(m, NULL, "127.0.0.2", 300);
+	} else if (is(name, "rhost.test")) { /* the near namespace's own addresses (ktest_netns) */
+		if (type == T_A)
+			rr_a(m, NULL, "198.51.100.1", 300);
+		if (type == T_AAAA)
+			rr_aaaa(m, NULL, "2001:db8:1::1", 300);
+	} else if (is(name, "rhostmix.test")) {
+		if (type == T_A) {
+			rr_a(m, NULL, "198.51.100.1", 300);
+			rr_a(m, NULL, "203.0.113.10", 300);
+		}
 	} else if (is(name, "r10.test")) {
 		if (type == T_A)
 			rr_a(m, NULL, "10.0.0.1", 300);
