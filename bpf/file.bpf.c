@@ -599,28 +599,6 @@ CUSTODE_LSM(bprm_check_security, custode_bprm_check, struct linux_binprm *bprm, 
 	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
 }
 
-/*
- * W^X, opt-in ("process": {"wx": "deny"}): no memory that is executable and
- * either anonymous or writable — JIT-compiled or decrypted code can't be
- * run (process.wx.denied). A private file mapping whose pages were written
- * (it has anonymous copies) counts as writable, and so does a file that is
- * open for writing anywhere (i_writecount > 0: the double mapping JITs use,
- * one writable view and one executable view of the same memfd or file). Breaks JITs (V8/Node, the
- * JVM, LuaJIT, PyPy, .NET, wasm runtimes): see docs/process.md.
- */
-static __always_inline int wx_check(struct who *w, struct file *file, unsigned long prot, struct ask *a)
-{
-	if (!w->run || w->where != CUSTODE_IN_RUN || !(w->run->flags & CUSTODE_RUN_WX_DENY) || !w->s)
-		return 0;
-	/* a file open for writing somewhere (a second, writable mapping of a memfd or a workspace file) is writable */
-	if (file && !(prot & PROT_WRITE) && BPF_CORE_READ(file, f_inode, i_writecount.counter) <= 0)
-		return 0;
-	if (file)
-		ask_inode(a, file->f_inode);
-	a->len = -ENOENT;
-	return deny(w, a, CUSTODE_REASON_PROCESS_WX_DENIED);
-}
-
 /* Executable mappings of a file (ld.so ./binary, dlopen) need exec on the file. */
 CUSTODE_LSM(mmap_file, custode_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot, unsigned long flags,
 	     int ret)
@@ -633,11 +611,7 @@ CUSTODE_LSM(mmap_file, custode_mmap_file, struct file *file, unsigned long reqpr
 		return ret;
 	if (!(prot & PROT_EXEC))
 		return 0;
-	if (!who_init(&w))
-		return 0;
-	if ((r = wx_check(&w, file, prot, &a)))
-		return r;
-	if (!file)
+	if (!file || !who_init(&w))
 		return 0;
 	ask_inode(&a, file->f_inode);
 	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
@@ -659,13 +633,7 @@ CUSTODE_LSM(file_mprotect, custode_file_mprotect, struct vm_area_struct *vma, un
 	if (!(prot & PROT_EXEC) || (vma->vm_flags & VM_EXEC))
 		return 0;
 	file = vma->vm_file;
-	if (!who_init(&w))
-		return 0;
-	/* W^X: the mapping becomes executable; anonymous, writable, or a private one with modified pages */
-	if ((r = wx_check(&w, file, (prot & PROT_WRITE) || (vma->vm_flags & VM_WRITE) || vma->anon_vma ? prot | PROT_WRITE : prot,
-			  &a)))
-		return r;
-	if (!file)
+	if (!file || !who_init(&w))
 		return 0;
 	ask_inode(&a, file->f_inode);
 	a.len = w.s ? custode_path_build(&w.s->pb, file->f_path.mnt, file->f_path.dentry, NULL) : -ENOENT;

@@ -14,6 +14,13 @@
 #include "tty.bpf.h"
 #include "route.bpf.h"
 
+#ifndef PROT_EXEC
+#define PROT_EXEC 0x4
+#define PROT_WRITE 0x2
+#define VM_EXEC 0x4
+#define VM_WRITE 0x2
+#endif
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /*
@@ -540,6 +547,51 @@ CUSTODE_LSM(socket_create, custode_proc_socket_create, int family, int type, int
 		return 0;
 	return deny(CUSTODE_HOOK_SOCKET_CREATE, CUSTODE_REASON_NET_SOCKET_DENIED, run, cgid, NULL, 0, (__u32)family,
 		    (__u32)protocol);
+}
+
+/*
+ * W^X, opt-in ("process": {"wx": "deny"}): no memory that is executable and
+ * either anonymous or writable — JIT-compiled or decrypted code can't be
+ * run (process.wx.denied). A private file mapping whose pages were written
+ * (it has anonymous copies) counts as writable, and so does a file that is
+ * open for writing anywhere (i_writecount > 0: the double mapping JITs use,
+ * one writable and one executable view of the same memfd or file). Code
+ * from files mapped the ordinary way (ld.so, dlopen) is the file policy's
+ * business (exec rights). Breaks JITs (V8/Node, the JVM, LuaJIT, PyPy, .NET,
+ * wasm runtimes): docs/process.md.
+ */
+static __always_inline int wx_decide(__u16 hook, struct file *file, bool writable)
+{
+	struct custode_run *run = NULL;
+	__u64 cgid = 0;
+	int verdict = 0, c;
+
+	if (file && !writable && BPF_CORE_READ(file, f_inode, i_writecount.counter) <= 0)
+		return 0;
+	c = caller(&run, &cgid, hook, NULL, 0, 0, 0, &verdict);
+	if (c <= 0)
+		return verdict;
+	if (!(run->flags & CUSTODE_RUN_WX_DENY))
+		return 0;
+	return deny(hook, CUSTODE_REASON_PROCESS_WX_DENIED, run, cgid, NULL, 0, file ? 1 : 0, 0);
+}
+
+CUSTODE_LSM(mmap_file, custode_proc_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot,
+	    unsigned long flags, int ret)
+{
+	if (ret || !(prot & PROT_EXEC))
+		return ret;
+	return wx_decide(CUSTODE_HOOK_MMAP_FILE, file, prot & PROT_WRITE);
+}
+
+CUSTODE_LSM(file_mprotect, custode_proc_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot,
+	    unsigned long prot, int ret)
+{
+	if (ret || !(prot & PROT_EXEC) || (vma->vm_flags & VM_EXEC))
+		return ret;
+	/* the mapping becomes executable: anonymous, writable, or a private one with modified pages */
+	return wx_decide(CUSTODE_HOOK_FILE_MPROTECT, vma->vm_file,
+			 (prot & PROT_WRITE) || (vma->vm_flags & VM_WRITE) || vma->anon_vma);
 }
 
 /* Route options: bpf/lib/route.bpf.h. */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The kernel-test runner and its helpers (ktest.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -410,7 +411,7 @@ bool ktest_far_addr(const char *addr)
 {
 	char cmd[256];
 
-	snprintf(cmd, sizeof(cmd), strchr(addr, ':') ? "ip -6 addr add %s/128 dev ktv1 nodad" : "ip addr add %s/32 dev ktv1",
+	snprintf(cmd, sizeof(cmd), strchr(addr, ':') ? "ip -6 addr add %s/128 dev ktv1" : "ip addr add %s/32 dev ktv1",
 		 addr);
 	return ktest_far_sh(cmd);
 }
@@ -434,9 +435,42 @@ static bool far_reachable(void)
 	return ok;
 }
 
+/* Move link `dev` of this namespace into far, through a child parked there. */
+static bool move_to_far(const char *dev)
+{
+	char cmd[128], c;
+	int p[2];
+	pid_t pid;
+	bool ok;
+
+	if (pipe(p) < 0)
+		return false;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		if (setns(far_ns, CLONE_NEWNET) < 0)
+			_exit(1);
+		if (write(p[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	ok = pid > 0 && read(p[0], &c, 1) == 1;
+	close(p[0]);
+	if (ok) {
+		snprintf(cmd, sizeof(cmd), "ip link set %s netns %d", dev, (int)pid);
+		ok = sh(cmd);
+	}
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	return ok;
+}
+
 bool ktest_netns(void)
 {
-	char cmd[256];
 	bool ok;
 
 	if (near_ns >= 0)
@@ -457,10 +491,13 @@ bool ktest_netns(void)
 		return false;
 	}
 	sh("sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 >/dev/null 2>&1 || true");
-	snprintf(cmd, sizeof(cmd), "ip link add ktv0 type veth peer name ktv1 netns /proc/%d/fd/%d", (int)getpid(),
-		 far_ns);
-	if (!sh("ip link set lo up") || !sh(cmd) || !sh("ip addr add 198.51.100.1/32 dev ktv0") ||
-	    !sh("ip -6 addr add 2001:db8:1::1/128 dev ktv0 nodad") || !sh("ip link set ktv0 up") ||
+	/*
+	 * The guest's ip is busybox's: no peer names, netns by pid only. A fresh
+	 * namespace names the peer veth0; a process parked in far takes it over.
+	 */
+	if (!sh("ip link set lo up") || !sh("ip link add ktv0 type veth") || !move_to_far("veth0") ||
+	    !ktest_far_sh("ip link set veth0 name ktv1") || !sh("ip addr add 198.51.100.1/32 dev ktv0") ||
+	    !sh("ip -6 addr add 2001:db8:1::1/128 dev ktv0") || !sh("ip link set ktv0 up") ||
 	    !sh("ip route add default dev ktv0") || !sh("ip -6 route add default dev ktv0"))
 		return false;
 	if (!ktest_far_sh("ip link set ktv1 up") || !ktest_far_addr("203.0.113.10") || !ktest_far_addr("2001:db8::10") ||
@@ -563,23 +600,29 @@ bool ktest_pid_alive(int pid)
  */
 static void install_helpers(const char *dir)
 {
-	static const char *const names[] = {"tprobe", "pprobe", "dprobe", "dnsd", "eprobe", NULL};
-	char cmd[PATH_MAX * 2 + 64], src[PATH_MAX + 32];
+	char cmd[PATH_MAX * 2 + 64], src[PATH_MAX + 300];
+	struct dirent *de;
+	DIR *d;
 
 	snprintf(helper_dir, sizeof(helper_dir), "%s", dir);
 	snprintf(tprobe_path, sizeof(tprobe_path), "%s/tprobe", dir);
-	if (!ktest_in_guest() || geteuid() != 0)
+	if (!ktest_in_guest() || geteuid() != 0 || !(d = opendir(dir)))
 		return;
 	mkdir("/usr/local", 0755);
 	mkdir("/usr/local/bin", 0755);
-	for (int i = 0; names[i]; i++) {
-		snprintf(src, sizeof(src), "%s/%s", dir, names[i]);
-		if (access(src, X_OK) != 0)
+	/* every helper program built next to ktest (selftests/kernel/helpers/NAME.c) */
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		snprintf(src, sizeof(src), "%s/%s", dir, de->d_name);
+		if (de->d_name[0] == '.' || stat(src, &st) != 0 || !S_ISREG(st.st_mode) || access(src, X_OK) != 0 ||
+		    strchr(de->d_name, '\'') || !strcmp(de->d_name, "ktest") || !strcmp(de->d_name, "unit-tests"))
 			continue;
-		snprintf(cmd, sizeof(cmd), "cp %s /usr/local/bin/custode-%s", src, names[i]);
-		if (system(cmd) == 0 && i == 0)
+		snprintf(cmd, sizeof(cmd), "cp '%s' '/usr/local/bin/custode-%s'", src, de->d_name);
+		if (system(cmd) == 0 && !strcmp(de->d_name, "tprobe"))
 			snprintf(tprobe_path, sizeof(tprobe_path), "/usr/local/bin/custode-tprobe");
 	}
+	closedir(d);
 }
 
 static void usage(void)

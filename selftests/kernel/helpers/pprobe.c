@@ -31,6 +31,8 @@
  *   pprobe io-uring              io_uring_setup(2)
  *   pprobe init-module           init_module(2) with a non-ELF image
  *   pprobe module-request        socket(AF_APPLETALK): the kernel would autoload net-pf-5
+ *   pprobe module-autoload       setsockopt(TCP_CONGESTION, an unknown name): root makes the
+ *                                kernel request module tcp_<name>
  *   pprobe syscalls              every syscall the launcher's seccomp filter denies, with
  *                                harmless arguments: "NAME ERRNO" lines; exits 0
  *   pprobe clone-ns FLAGNAME     clone(2) with one namespace flag (user, net, ns, pid, ...)
@@ -63,6 +65,7 @@
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -502,6 +505,14 @@ static int dispatch(int argc, char **argv)
 	}
 	if (!strcmp(op, "module-request"))
 		return result(socket(5 /* AF_APPLETALK */, SOCK_DGRAM, 0));
+	if (!strcmp(op, "module-autoload")) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		static const char name[] = "custode_none";
+
+		if (fd < 0)
+			return result(-1);
+		return result(setsockopt(fd, IPPROTO_TCP, 13 /* TCP_CONGESTION */, name, sizeof(name) - 1));
+	}
 	if (!strcmp(op, "syscalls"))
 		return syscalls();
 	if (argc >= 3 && !strcmp(op, "clone-ns"))
