@@ -566,7 +566,9 @@ static __always_inline int wx_decide(__u16 hook, struct file *file, bool writabl
 	__u64 cgid = 0;
 	int verdict = 0, c;
 
-	if (file && !writable && BPF_CORE_READ(file, f_inode, i_writecount.counter) <= 0)
+	/* open for writing somewhere, or mapped shared and writable somewhere (a memfd's other view) */
+	if (file && !writable && BPF_CORE_READ(file, f_inode, i_writecount.counter) <= 0 &&
+	    BPF_CORE_READ(file, f_mapping, i_mmap_writable.counter) <= 0)
 		return 0;
 	c = caller(&run, &cgid, hook, NULL, 0, 0, 0, &verdict);
 	if (c <= 0)

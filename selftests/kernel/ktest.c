@@ -510,6 +510,9 @@ bool ktest_netns(void)
 	ok = listen_on(AF_INET, 8080) && listen_on(AF_INET, 8081) && listen_on(AF_INET6, 8080) &&
 	     listen_on(AF_INET6, 8081);
 	ktest_far_leave();
+	/* and local services on the same ports in near, reached through loopback (or the near's own addresses) */
+	ok = ok && listen_on(AF_INET, 8080) && listen_on(AF_INET, 8081) && listen_on(AF_INET6, 8080) &&
+	     listen_on(AF_INET6, 8081);
 	if (!ok)
 		return false;
 	/* the links come up and neighbours are found asynchronously: wait until both families connect */
