@@ -13,6 +13,7 @@
  */
 #include "tty.bpf.h"
 #include "route.bpf.h"
+#include "inbound_map.bpf.h"
 
 #ifndef PROT_EXEC
 #define PROT_EXEC 0x4
@@ -669,6 +670,72 @@ CUSTODE_LSM(socket_sendmsg, custode_proc_socket_sendmsg, struct socket *sock, st
 	}
 	/* too many to look at, or unreadable: can't tell, refuse */
 	return deny(CUSTODE_HOOK_SOCKET_SENDMSG, CUSTODE_REASON_NET_ROUTE_OPTION_DENIED, run, cgid, NULL, 0, 0, CMSG_MAX);
+}
+
+/*
+ * Inbound peers ("network": {"inbound": [CIDR...]}): a TCP connection
+ * request (SYN) to a run's listening socket from a peer outside the list is
+ * dropped before any connection exists (net.inbound.denied). This runs in
+ * softirq context: the run is the listening socket's cgroup's, not the
+ * current task's, and the event names no process.
+ */
+CUSTODE_LSM(inet_conn_request, custode_proc_inet_conn_request, struct sock *sk, struct sk_buff *skb,
+	    struct request_sock *req, int ret)
+{
+	struct custode_private_key k;
+	struct custode_run *run;
+	struct custode_event *ev;
+	__u64 run_cgid;
+	__u16 family;
+
+	if (ret)
+		return ret;
+	run_cgid = custode_cgroup_run_btf(sk->sk_cgrp_data.cgroup);
+	if (!run_cgid || run_cgid == CUSTODE_RUN_UNKNOWN)
+		return 0;
+	run = bpf_map_lookup_elem(&custode_runs, &run_cgid);
+	if (!run || !(run->flags & CUSTODE_RUN_INBOUND) || !(run->flags & CUSTODE_RUN_NET))
+		return 0;
+	__builtin_memset(&k, 0, sizeof(k));
+	k.prefixlen = 32 + 128;
+	k.ruleset = run->ruleset;
+	family = req->__req_common.skc_family;
+	if (family == AF_INET) {
+		__u32 a = req->__req_common.skc_daddr;
+
+		k.addr[10] = k.addr[11] = 0xff;
+		__builtin_memcpy(&k.addr[12], &a, 4);
+	} else if (family == AF_INET6) {
+		bpf_probe_read_kernel(k.addr, 16, &req->__req_common.skc_v6_daddr);
+	} else {
+		return 0;
+	}
+	if (bpf_map_lookup_elem(&custode_net_inbound, &k))
+		return 0;
+	{
+		__u32 enforced = !(run->flags & CUSTODE_RUN_AUDIT) || (run->flags & CUSTODE_RUN_CANCELLED);
+
+		if (!custode_record(run_cgid, CUSTODE_HOOK_INET_CONN_REQUEST, CUSTODE_REASON_NET_INBOUND_DENIED, run,
+				    enforced))
+			return enforced ? -EPERM : 0;
+		ev = bpf_ringbuf_reserve(&custode_events, sizeof(*ev), 0);
+		if (!ev) {
+			custode_count_stat(1);
+			return enforced ? -EPERM : 0;
+		}
+		custode_event_init(ev, CUSTODE_HOOK_INET_CONN_REQUEST, CUSTODE_REASON_NET_INBOUND_DENIED, run, enforced);
+		ev->pid = ev->tgid = 0; /* softirq: no process of the run asked */
+		__builtin_memset(ev->comm, 0, sizeof(ev->comm));
+		ev->object = CUSTODE_OBJECT_NET;
+		__builtin_memcpy(ev->obj.net.addr, k.addr, 16);
+		ev->obj.net.port = req->__req_common.skc_num; /* the run's local port */
+		ev->obj.net.family = family;
+		ev->obj.net.proto = 6;
+		ev->obj.net.sock_type = 1;
+		bpf_ringbuf_submit(ev, 0);
+		custode_count_stat(0);
+		return enforced ? -EPERM : 0;
+	}
 }
 
 /*

@@ -5,6 +5,7 @@
 
 #include "custode.bpf.h"
 #include "custode/resolver.h"
+#include "inbound_map.bpf.h"
 
 /* Egress grants of every run; a miss falls through to the pins, then denies. */
 struct {

@@ -331,6 +331,15 @@ struct custode_host_addr_key {
 
 #define CUSTODE_MAX_HOST_ADDRS 65536
 
+/*
+ * Run flag: the policy lists the peers that may connect ("network":
+ * {"inbound": [CIDR...]}, map custode_net_inbound): every other TCP
+ * connection request to the run's listening sockets is dropped
+ * (inet_conn_request, net.inbound.denied).
+ */
+#define CUSTODE_RUN_INBOUND (1u << 9)
+#define CUSTODE_MAX_NET_INBOUND 65536
+
 _Static_assert(sizeof(struct custode_host_addr_key) == 24, "custode_host_addr_key ABI");
 _Static_assert(sizeof(struct custode_run_cache) == 16, "custode_run_cache ABI");
 _Static_assert(sizeof(struct custode_gate) == 16, "custode_gate ABI");

@@ -498,10 +498,10 @@ bool ktest_netns(void)
 	if (!sh("ip link set lo up") || !sh("ip link add ktv0 type veth") || !move_to_far("veth0") ||
 	    !ktest_far_sh("ip link set veth0 name ktv1") || !sh("ip addr add 198.51.100.1/32 dev ktv0") ||
 	    !sh("ip -6 addr add 2001:db8:1::1/128 dev ktv0") || !sh("ip link set ktv0 up") ||
-	    !sh("ip route add default dev ktv0") || !sh("ip -6 route add default dev ktv0"))
+	    !sh("ip route add 203.0.113.0/24 dev ktv0") || !sh("ip -6 route add 2001:db8::/64 dev ktv0"))
 		return false;
 	if (!ktest_far_sh("ip link set ktv1 up") || !ktest_far_addr("203.0.113.10") || !ktest_far_addr("2001:db8::10") ||
-	    !ktest_far_sh("ip route add default dev ktv1") || !ktest_far_sh("ip -6 route add default dev ktv1"))
+	    !ktest_far_sh("ip route add 198.51.100.0/24 dev ktv1") || !ktest_far_sh("ip -6 route add 2001:db8:1::/64 dev ktv1"))
 		return false;
 	/* let everyone open ping sockets here, so that a refusal inside a run is custode's */
 	sh("echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range");

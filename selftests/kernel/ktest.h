@@ -117,13 +117,14 @@ json_t *ktest_find_event(json_t *arr, const char *hook, const char *reason, cons
 
 /*
  * Put this test process in a new network namespace ("near", lo up, its own
- * addresses 198.51.100.1 and 2001:db8:1::1 on a veth link) whose default
- * routes lead over that link to a second namespace ("far") standing for
- * the internet: the test addresses 203.0.113.10 and 2001:db8::10 live there,
+ * addresses 198.51.100.1 and 2001:db8:1::1 on a veth link) whose routes to
+ * 203.0.113.0/24 and 2001:db8::/64 lead over that link to a second
+ * namespace ("far") standing for the internet: the test addresses 203.0.113.10 and 2001:db8::10 live there,
  * with TCP listeners on 0.0.0.0 and [::] (v6-only) at ports 8080 and 8081;
  * near has listeners on the same ports too (local services: 127.0.0.1, ::1).
  * The test addresses are not the near namespace's own (custode denies a
- * run's own host addresses, net.host_address). No route leaves the pair.
+ * run's own host addresses, net.host_address). Nothing else is routed
+ * (ENETUNREACH).
  */
 bool ktest_netns(void);
 /* Add an address (no prefix length) to the far namespace. */

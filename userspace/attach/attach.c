@@ -1029,6 +1029,7 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 	run.policy_version = (__u32)r.p->version;
 	run.flags = CUSTODE_RUN_ATTACHED | (r.p->has_filesystem ? CUSTODE_RUN_FILE : 0) |
 		    (r.p->has_network ? CUSTODE_RUN_NET : 0) | (r.p->has_network && !net.listen ? CUSTODE_RUN_NO_LISTEN : 0) |
+		    (r.p->has_network && net.inbound_set ? CUSTODE_RUN_INBOUND : 0) |
 		    (r.p->audit ? CUSTODE_RUN_AUDIT : 0) | (r.p->has_process ? CUSTODE_RUN_PROCESS : 0) |
 		    (r.p->has_process && r.p->ptrace_run ? CUSTODE_RUN_PTRACE_RUN : 0) |
 		    (r.p->has_process && r.p->wx_deny ? CUSTODE_RUN_WX_DENY : 0);

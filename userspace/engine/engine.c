@@ -32,7 +32,7 @@
 static void engine_reset_fds(struct custode_engine *e)
 {
 	e->runs_fd = e->counters_fd = e->rules_fd = e->events_fd = e->stats_fd = e->meta_fd = -1;
-	e->net_rules_fd = e->net_private_fd = e->pins_fd = e->users_fd = e->identities_fd = -1;
+	e->net_rules_fd = e->net_private_fd = e->net_inbound_fd = e->pins_fd = e->users_fd = e->identities_fd = -1;
 }
 
 static int ensure_bpffs(struct custode_refusal *why)
@@ -161,8 +161,9 @@ static int open_net_maps(struct custode_engine *e)
 		return 0;
 	e->net_rules_fd = open_pinned("custode_net_rules");
 	e->net_private_fd = open_pinned("custode_net_private");
+	e->net_inbound_fd = open_pinned("custode_net_inbound");
 	e->pins_fd = open_pinned("custode_pins");
-	if (e->net_rules_fd < 0 || e->net_private_fd < 0 || e->pins_fd < 0)
+	if (e->net_rules_fd < 0 || e->net_private_fd < 0 || e->net_inbound_fd < 0 || e->pins_fd < 0)
 		return -ENOENT;
 	return 0;
 }
@@ -184,6 +185,7 @@ void custode_engine_close(struct custode_engine *e)
 	close_fd(&e->meta_fd);
 	close_fd(&e->net_rules_fd);
 	close_fd(&e->net_private_fd);
+	close_fd(&e->net_inbound_fd);
 	close_fd(&e->pins_fd);
 	close_fd(&e->users_fd);
 	close_fd(&e->identities_fd);
@@ -936,6 +938,11 @@ int custode_engine_add_net(struct custode_engine *e, const struct custode_net_ru
 	for (size_t i = 0; i < rs->n_priv; i++)
 		if (bpf_map_update_elem(e->net_private_fd, &rs->priv[i], &one, BPF_ANY) < 0)
 			return -errno;
+	if (rs->n_inbound && e->net_inbound_fd < 0)
+		return -ENOENT;
+	for (size_t i = 0; i < rs->n_inbound; i++)
+		if (bpf_map_update_elem(e->net_inbound_fd, &rs->inbound[i], &one, BPF_ANY) < 0)
+			return -errno;
 	return 0;
 }
 
@@ -950,6 +957,9 @@ int custode_engine_delete_net(struct custode_engine *e, const struct custode_net
 			err = -errno;
 	for (size_t i = 0; i < rs->n_priv; i++)
 		if (bpf_map_delete_elem(e->net_private_fd, &rs->priv[i]) < 0 && errno != ENOENT && !err)
+			err = -errno;
+	for (size_t i = 0; i < rs->n_inbound && e->net_inbound_fd >= 0; i++)
+		if (bpf_map_delete_elem(e->net_inbound_fd, &rs->inbound[i]) < 0 && errno != ENOENT && !err)
 			err = -errno;
 	return err;
 }
@@ -1004,8 +1014,9 @@ int custode_engine_delete_net_ruleset(struct custode_engine *e, __u32 ruleset)
 {
 	int err = delete_matching(e->net_rules_fd, sizeof(struct custode_net_key), net_key_of, &ruleset);
 	int r = delete_matching(e->net_private_fd, sizeof(struct custode_private_key), private_key_of, &ruleset);
+	int q = delete_matching(e->net_inbound_fd, sizeof(struct custode_private_key), private_key_of, &ruleset);
 
-	return err ? err : r;
+	return err ? err : r ? r : q;
 }
 
 int custode_engine_delete_pins(struct custode_engine *e, __u64 run_cgid)

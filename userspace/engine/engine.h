@@ -30,6 +30,7 @@ struct custode_engine {
 	int identities_fd;
 	int net_rules_fd;   /* egress maps: -1 unless the egress class is loaded */
 	int net_private_fd;
+	int net_inbound_fd;
 	int pins_fd;
 	struct custode_meta meta;
 	char cg_mount[PATH_MAX];

@@ -273,6 +273,20 @@ int custode_policy_compile_net(const struct custode_policy *p, const struct cust
 		}
 		rs.n_priv = p->n_private;
 	}
+	rs.inbound_set = p->has_inbound;
+	if (p->n_inbound) {
+		rs.inbound = calloc(p->n_inbound, sizeof(*rs.inbound));
+		if (!rs.inbound) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		for (size_t i = 0; i < p->n_inbound; i++) {
+			rs.inbound[i].prefixlen = 32 + p->inbound[i].prefixlen;
+			rs.inbound[i].ruleset = ruleset;
+			memcpy(rs.inbound[i].addr, p->inbound[i].addr, 16);
+		}
+		rs.n_inbound = p->n_inbound;
+	}
 	*out = rs;
 	return 0;
 toolarge:
@@ -289,6 +303,7 @@ void custode_net_ruleset_free(struct custode_net_ruleset *rs)
 	free(rs->keys);
 	free(rs->vals);
 	free(rs->priv);
+	free(rs->inbound);
 	for (size_t i = 0; i < rs->n_hosts; i++) {
 		free(rs->hosts[i].name);
 		free(rs->hosts[i].ports);

@@ -41,6 +41,9 @@ struct custode_net_ruleset {
 	size_t n;
 	struct custode_private_key *priv;
 	size_t n_priv;
+	struct custode_private_key *inbound; /* map custode_net_inbound */
+	size_t n_inbound;
+	bool inbound_set; /* CUSTODE_RUN_INBOUND: only these peers may connect */
 	bool listen;
 	struct custode_host_grant *hosts; /* host entries: handed to the resolver, not to the kernel */
 	size_t n_hosts;

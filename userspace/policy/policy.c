@@ -363,7 +363,7 @@ static int parse_egress_rule(json_t *e, const char *path, struct custode_egress_
 
 static int parse_network(json_t *obj, struct custode_policy *p, struct custode_refusal *why)
 {
-	static const char *const fields[] = {"egress", "private", "listen", NULL};
+	static const char *const fields[] = {"egress", "private", "listen", "inbound", NULL};
 	struct jpath jp;
 	json_t *arr, *e;
 	size_t i;
@@ -405,6 +405,21 @@ static int parse_network(json_t *obj, struct custode_policy *p, struct custode_r
 			if (!json_is_string(e) || parse_cidr(json_string_value(e), &p->private_addrs[i]) < 0)
 				return BAD(why, "%s: must be a CIDR string", jp.buf);
 			p->n_private++;
+		}
+	}
+	arr = json_object_get(obj, "inbound");
+	if (arr) {
+		if (!json_is_array(arr) || json_array_size(arr) > 1024)
+			return BAD(why, "content.network.inbound: must be an array of at most 1024 CIDRs");
+		p->has_inbound = true;
+		p->inbound = calloc(json_array_size(arr) + 1, sizeof(*p->inbound));
+		if (!p->inbound)
+			return -ENOMEM;
+		json_array_foreach(arr, i, e) {
+			jp_index(&jp, "content.network.inbound", i);
+			if (!json_is_string(e) || parse_cidr(json_string_value(e), &p->inbound[i]) < 0)
+				return BAD(why, "%s: must be a CIDR string", jp.buf);
+			p->n_inbound++;
 		}
 	}
 	return 0;
@@ -655,6 +670,7 @@ void custode_policy_free(struct custode_policy *p)
 	/* parse failures can leave a partly filled entry past n: free up to the allocation's end marker */
 	free_egress(p->egress, p->n_egress + (p->egress ? 1 : 0));
 	free_egress(p->private_addrs, p->n_private);
+	free_egress(p->inbound, p->n_inbound);
 	for (size_t i = 0; p->env && p->env[i]; i++)
 		free(p->env[i]);
 	free(p->env);
@@ -671,5 +687,7 @@ unsigned custode_policy_classes(const struct custode_policy *p)
 		c |= CUSTODE_CLASS_PROCESS;
 	if (p->has_network)
 		c |= CUSTODE_CLASS_EGRESS;
+	if (p->has_inbound) /* inet_conn_request is an LSM hook: no BPF-LSM, no inbound filter (refused) */
+		c |= CUSTODE_CLASS_PROCESS;
 	return c;
 }

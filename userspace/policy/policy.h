@@ -82,6 +82,9 @@ struct custode_policy {
 	struct custode_egress_rule *private_addrs; /* kind CIDR, no ports */
 	size_t n_private;
 	bool listen; /* "listen": may the run bind chosen ports (default true) */
+	struct custode_egress_rule *inbound; /* "inbound": peers that may connect (kind CIDR, no ports) */
+	size_t n_inbound;
+	bool has_inbound; /* present (even empty: no peer may connect) */
 
 	bool has_limits;
 	struct custode_limits limits;

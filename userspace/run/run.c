@@ -33,6 +33,7 @@
 #include "run/limits.h"
 #include "run/pty.h"
 #include "engine/hostaddrs.h"
+#include "engine/probe.h"
 #include "run/seccomp.h"
 #include "run/user.h"
 #include "util/fsutil.h"
@@ -441,8 +442,22 @@ static int load_policy(const struct run_opts *o, struct launch *l, struct custod
 static unsigned run_classes(const struct custode_policy *p)
 {
 	unsigned c = custode_policy_classes(p);
+	struct custode_probe_result pr = {0};
 
-	return c ? c : CUSTODE_CLASS_EGRESS;
+	c = c ? c : CUSTODE_CLASS_EGRESS;
+	if ((c & (CUSTODE_CLASS_FILE | CUSTODE_CLASS_PROCESS)) == (CUSTODE_CLASS_FILE | CUSTODE_CLASS_PROCESS))
+		return c;
+	/*
+	 * Where BPF-LSM loads, every run gets the protections that hold for every
+	 * run whatever its policy (terminals, socket families, listen, route
+	 * options: docs/process.md, docs/egress.md), which live in the file and
+	 * process classes. Elsewhere the policy's own classes are all there is
+	 * (a net-only run on an egress-only host).
+	 */
+	custode_probe_lsm(&pr);
+	if (pr.lsm_loads)
+		c |= CUSTODE_CLASS_FILE | CUSTODE_CLASS_PROCESS;
+	return c;
 }
 
 static int exit_status(int status)
@@ -555,6 +570,7 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	run.flags = (l->policy->has_filesystem ? CUSTODE_RUN_FILE : 0) |
 		    (l->policy->has_network ? CUSTODE_RUN_NET : 0) |
 		    (l->policy->has_network && !l->net.listen ? CUSTODE_RUN_NO_LISTEN : 0) |
+		    (l->policy->has_network && l->net.inbound_set ? CUSTODE_RUN_INBOUND : 0) |
 		    (o->audit || l->policy->audit ? CUSTODE_RUN_AUDIT : 0) |
 		    (l->policy->has_process ? CUSTODE_RUN_PROCESS : 0) |
 		    (l->policy->has_process && l->policy->ptrace_run ? CUSTODE_RUN_PTRACE_RUN : 0) |

@@ -70,8 +70,10 @@ int custode_run_swap_policy(struct custode_engine *e, struct custode_runstate *s
 	old_ruleset = run.ruleset;
 	next.ruleset = new_ruleset;
 	next.policy_version = (__u32)p->version;
-	next.flags &= ~(CUSTODE_RUN_AUDIT | CUSTODE_RUN_NO_LISTEN | CUSTODE_RUN_PTRACE_RUN | CUSTODE_RUN_WX_DENY);
+	next.flags &= ~(CUSTODE_RUN_AUDIT | CUSTODE_RUN_NO_LISTEN | CUSTODE_RUN_PTRACE_RUN | CUSTODE_RUN_WX_DENY |
+			CUSTODE_RUN_INBOUND);
 	next.flags |= (p->audit ? CUSTODE_RUN_AUDIT : 0) | (p->has_network && !net.listen ? CUSTODE_RUN_NO_LISTEN : 0) |
+		      (p->has_network && net.inbound_set ? CUSTODE_RUN_INBOUND : 0) |
 		      (p->has_process && p->ptrace_run ? CUSTODE_RUN_PTRACE_RUN : 0) |
 		      (p->has_process && p->wx_deny ? CUSTODE_RUN_WX_DENY : 0);
 	if ((err = custode_engine_set_run(e, st->cgroup_id, &next))) {
