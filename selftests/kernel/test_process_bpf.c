@@ -88,7 +88,8 @@ KTEST(process_engine_maps_protected)
 	struct ktest_proc t;
 	struct ktest_dirs d;
 	char *unload[] = {(char *)ktest_custode(), "engine", "unload", NULL};
-	char *load[] = {(char *)ktest_custode(), "run", "--profile", "net-only", "--", "/bin/true", NULL};
+	/* `engine load` loads the file class alone: the engine without the process class */
+	char *load[] = {(char *)ktest_custode(), "engine", "load", NULL};
 	char map_id[32] = "", prog_id[32] = "", denied[64];
 	const char *none;
 	unsigned long addr;
@@ -99,7 +100,7 @@ KTEST(process_engine_maps_protected)
 	if (!ASSERT_TRUE(ktest_make_dirs(&d), "dirs"))
 		return;
 	none = pu_policy(d.root, "none", PROC_NONE);
-	/* a fresh engine without the process class (egress only, whatever the state of the file class): the control */
+	/* a fresh engine without the process class (every run now loads it on BPF-LSM hosts): the control */
 	if (!ASSERT_EQ(ktest_run(unload, -1, 60000, &r), 0, "unload") || !ASSERT_EQ(ktest_run(load, -1, 60000, &r), 0, "load")) {
 		ktest_log("%s", r.err);
 		return;
@@ -107,10 +108,10 @@ KTEST(process_engine_maps_protected)
 	pu_probe(&r, -1, ARGS("bpf-map-id", "custode_runs"));
 	snprintf(map_id, sizeof(map_id), "%s", r.out);
 	map_id[strcspn(map_id, "\n")] = 0;
-	pu_probe(&r, -1, ARGS("bpf-prog-id", "custode_connect"));
+	pu_probe(&r, -1, ARGS("bpf-prog-id", "custode_file_op"));
 	snprintf(prog_id, sizeof(prog_id), "%s", r.out);
 	prog_id[strcspn(prog_id, "\n")] = 0;
-	if (!ASSERT_TRUE(atoi(map_id) > 0 && atoi(prog_id) > 0, "control: root finds custode_runs and custode_connect4"))
+	if (!ASSERT_TRUE(atoi(map_id) > 0 && atoi(prog_id) > 0, "control: root finds custode_runs and custode_file_open"))
 		return;
 	pu_probe(&r, -1, ARGS("bpf-map-get", map_id));
 	ASSERT_STREQ(r.out, "ok\n", "control: root opens custode_runs by id");
@@ -124,7 +125,7 @@ KTEST(process_engine_maps_protected)
 	pu_probe(&r, -1, ARGS("bpf-map-get", map_id));
 	ASSERT_STREQ(r.out, "EPERM\n", "root: custode_runs by id");
 	pu_probe(&r, -1, ARGS("bpf-prog-get", prog_id));
-	ASSERT_STREQ(r.out, "EPERM\n", "root: custode_connect4 by id");
+	ASSERT_STREQ(r.out, "EPERM\n", "root: custode_file_open by id");
 	pu_probe(&r, -1, ARGS("bpf-obj-get", "/sys/fs/bpf/custode/maps/custode_runs"));
 	ASSERT_STREQ(r.out, "EPERM\n", "root: the pin");
 	pu_probe(&r, -1, ARGS("bpf-obj-get", "/sys/fs/bpf/custode/meta"));
@@ -179,9 +180,13 @@ KTEST(process_engine_refuses_other_binary)
 		return;
 	{
 		char *unload[] = {(char *)ktest_custode(), "engine", "unload", NULL};
-		char *ctl[] = {copy, "run", "--profile", "net-only", "--", "/bin/true", NULL};
+		char *ctl[] = {copy, "engine", "load", NULL};
+		char *ctl_status[] = {copy, "engine", "status", "--json", NULL};
 		ASSERT_EQ(ktest_run(unload, -1, 60000, &r), 0, "unload");
-		ASSERT_EQ(ktest_run(ctl, -1, 60000, &r), 0, "control: the copy runs while no process class is loaded");
+		/* `engine load` loads the file class alone (a run would load the process class too) */
+		ASSERT_EQ(ktest_run(ctl, -1, 60000, &r), 0, "control: the copy loads the engine while no process class is loaded");
+		ASSERT_EQ(ktest_run(ctl_status, -1, 60000, &r), 0, "control: the copy reads the engine");
+		ASSERT_TRUE(strstr(r.out, "\"process\"") == NULL, "control: no process class yet");
 	}
 	ktest_run(pu_argv(ARGS("--policy", none), ARGS("/bin/true")), -1, 60000, &r);
 	ASSERT_EQ(r.code, 0, "the original loads the process class");
