@@ -411,7 +411,7 @@ KTEST(dns_pin_expiry_and_ttls)
 /*
  * The pin is in the map before the reply leaves: a connect right after the
  * lookup never races it. A fresh name and address every time (AAAA
- * 2001:db8:1::N), so every connect depends on the pin its own lookup made.
+ * 2001:db8:5::N, routed nowhere), so every connect depends on the pin its own lookup made.
  */
 KTEST(dns_lookup_then_connect_never_races)
 {
@@ -422,7 +422,7 @@ KTEST(dns_lookup_then_connect_never_races)
 	if (!dns_setup(&f, DARGS("--pin-quota", "20000")))
 		return;
 	pol = dns_policy(&f, "seq", "{\"host\":\"*.seq.test\",\"ports\":[9]}", NULL);
-	dns_run(&r, pol, NULL, DARGS("connect", "2001:db8:1::5", "9"));
+	dns_run(&r, pol, NULL, DARGS("connect", "2001:db8:5::5", "9"));
 	ASSERT_STREQ(r.out, "EPERM\n", "control: no lookup, denied");
 	dns_run(&r, pol, NULL, DARGS("loop", "n%ld.seq.test", "9", "10000", "inet6"));
 	ASSERT_STREQ(r.out, "done 10000 denied 0 lookup_failed 0 other 10000\n",

@@ -385,15 +385,15 @@ static bool zone(struct msg *m, uint16_t id, const uint8_t *q, size_t qlen, cons
 	} else if (is(name, "silent.test")) {
 		return false;
 	} else if (ends(name, "seq.test") && !strncmp(name, "n", 1)) {
-		/* n<k>.seq.test: a distinct address per k (2001:db8:1::k, 198.51.100.k%256) */
+		/* n<k>.seq.test: a distinct address per k (2001:db8:5::k, 192.0.2.k%256: routed nowhere in the fixture, so a connect fails at once past the hook) */
 		long k = atol(name + 1);
 		char a[64];
 		if (type == T_AAAA) {
-			snprintf(a, sizeof(a), "2001:db8:1::%lx", k);
+			snprintf(a, sizeof(a), "2001:db8:5::%lx", k);
 			rr_aaaa(m, NULL, a, 300);
 		}
 		if (type == T_A) {
-			snprintf(a, sizeof(a), "198.51.100.%ld", k % 256);
+			snprintf(a, sizeof(a), "192.0.2.%ld", k % 256);
 			rr_a(m, NULL, a, 300);
 		}
 	} else if (ends(name, "bench.test")) {
