@@ -679,6 +679,57 @@ Test(events_schema, task_records)
 	json_decref(s);
 }
 
+/* The hooks of issue 13 name what they recorded (docs/events.md), and those records validate. */
+Test(events_schema, task_details_named_per_hook)
+{
+	static const struct {
+		int hook, reason;
+		const char *detail, *command; /* names of obj.task.signal (9) and .command (12) */
+	} cases[] = {
+		{CUSTODE_HOOK_SOCKET_CREATE, CUSTODE_REASON_NET_SOCKET_DENIED, "family", "protocol"},
+		{CUSTODE_HOOK_SOCKET_LISTEN, CUSTODE_REASON_NET_BIND_DENIED, "family", NULL},
+		{CUSTODE_HOOK_SOCKET_SETSOCKOPT, CUSTODE_REASON_NET_ROUTE_OPTION_DENIED, "level", "optname"},
+		{CUSTODE_HOOK_SOCKET_SENDMSG, CUSTODE_REASON_NET_ROUTE_OPTION_DENIED, "cmsg_level", "cmsg_type"},
+		{CUSTODE_HOOK_IPC_PERMISSION, CUSTODE_REASON_PROCESS_IPC_DENIED, "flag", "ipc_id"},
+		{CUSTODE_HOOK_IPC_ASSOCIATE, CUSTODE_REASON_PROCESS_IPC_DENIED, "flag", "ipc_id"},
+		{CUSTODE_HOOK_IPC_CTL, CUSTODE_REASON_PROCESS_IPC_DENIED, "ipc_cmd", "ipc_id"},
+		{CUSTODE_HOOK_TASK_SETNICE, CUSTODE_REASON_PROCESS_SCHED_DENIED, "nice", NULL},
+		{CUSTODE_HOOK_TASK_SETIOPRIO, CUSTODE_REASON_PROCESS_SCHED_DENIED, "ioprio", NULL},
+		{CUSTODE_HOOK_TASK_SETRLIMIT, CUSTODE_REASON_PROCESS_SCHED_DENIED, "resource", NULL},
+		{CUSTODE_HOOK_FILE_IOCTL_COMPAT, CUSTODE_REASON_PROCESS_TTY_DENIED, NULL, "command"},
+	};
+	json_t *s = events_schema();
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *o = task_record(cases[i].hook, cases[i].reason), *t = json_object_get(o, "task");
+
+		if (cases[i].detail)
+			cr_expect_eq(json_integer_value(json_object_get(t, cases[i].detail)), 9, "case %zu: %s", i,
+				     cases[i].detail);
+		if (cases[i].command)
+			cr_expect_eq(json_integer_value(json_object_get(t, cases[i].command)), 12, "case %zu: %s", i,
+				     cases[i].command);
+		cr_expect_null(json_object_get(t, "signal"), "case %zu: no signal outside task_kill", i);
+		expect_valid(s, o, "issue-13 hook");
+		json_decref(o);
+	}
+	/* a negative nice value stays negative */
+	{
+		size_t size;
+		struct custode_event *ev = make_event(CUSTODE_HOOK_TASK_SETNICE, CUSTODE_REASON_PROCESS_SCHED_DENIED,
+						      CUSTODE_OBJECT_TASK, NULL, 0, &size);
+		json_t *o;
+
+		ev->obj.task.target_pid = 7;
+		ev->obj.task.signal = (uint32_t)-5;
+		o = to_json(ev, size);
+		cr_expect_eq(json_integer_value(json_object_get(json_object_get(o, "task"), "nice")), -5);
+		expect_valid(s, o, "negative nice");
+		json_decref(o);
+	}
+	json_decref(s);
+}
+
 Test(events_schema, throttle_records)
 {
 	json_t *s = events_schema(), *o;

@@ -178,6 +178,40 @@ static json_t *hex_string(const char *s, size_t n)
 }
 
 /* A throttle record: which run and reason, how many denials went unrecorded; no task of its own. */
+/*
+ * What the process class records beside the other task, per hook (bpf/proc.bpf.c
+ * passes them as obj.task.signal and obj.task.command): docs/events.md.
+ */
+static void task_details(__u16 hook, const struct custode_event_task *t, json_t *to)
+{
+	static const struct {
+		__u16 hook;
+		const char *detail, *command; /* names of obj.task.signal and obj.task.command, NULL: not set */
+		bool detail_signed;
+	} names[] = {
+		{CUSTODE_HOOK_SOCKET_CREATE, "family", "protocol", false},
+		{CUSTODE_HOOK_SOCKET_LISTEN, "family", NULL, false},
+		{CUSTODE_HOOK_SOCKET_SETSOCKOPT, "level", "optname", false},
+		{CUSTODE_HOOK_SOCKET_SENDMSG, "cmsg_level", "cmsg_type", false},
+		{CUSTODE_HOOK_IPC_PERMISSION, "flag", "ipc_id", false},
+		{CUSTODE_HOOK_IPC_ASSOCIATE, "flag", "ipc_id", false},
+		{CUSTODE_HOOK_IPC_CTL, "ipc_cmd", "ipc_id", false},
+		{CUSTODE_HOOK_TASK_SETNICE, "nice", NULL, true},
+		{CUSTODE_HOOK_TASK_SETIOPRIO, "ioprio", NULL, false},
+		{CUSTODE_HOOK_TASK_SETRLIMIT, "resource", NULL, false},
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (names[i].hook != hook)
+			continue;
+		json_object_set_new(to, names[i].detail,
+				    json_integer(names[i].detail_signed ? (json_int_t)(int32_t)t->signal : (json_int_t)t->signal));
+		if (names[i].command)
+			json_object_set_new(to, names[i].command, json_integer(t->command));
+		return;
+	}
+}
+
 static json_t *throttle_to_json(const struct custode_event *ev, int64_t boot_to_wall_ns)
 {
 	const char *reason = custode_reason_name(ev->reason), *hook = custode_hook_name(ev->hook);
@@ -290,8 +324,10 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 					    json_integer((json_int_t)(((__u64)t->command << 32) | (__u64)t->signal)));
 		if (ev->hook == CUSTODE_HOOK_BPF_MAP || ev->hook == CUSTODE_HOOK_BPF_PROG)
 			json_object_set_new(to, "id", json_integer(t->command));
-		else if (ev->hook == CUSTODE_HOOK_BPF || ev->hook == CUSTODE_HOOK_FILE_FCNTL || ev->hook == CUSTODE_HOOK_FILE_IOCTL)
+		else if (ev->hook == CUSTODE_HOOK_BPF || ev->hook == CUSTODE_HOOK_FILE_FCNTL || ev->hook == CUSTODE_HOOK_FILE_IOCTL ||
+			 ev->hook == CUSTODE_HOOK_FILE_IOCTL_COMPAT)
 			json_object_set_new(to, "command", json_integer(t->command));
+		task_details(ev->hook, t, to);
 		json_object_set_new(o, "task", to);
 	}
 	if (ev->object == CUSTODE_OBJECT_NET) {
@@ -301,7 +337,7 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 		char addr[64];
 		json_t *no = json_object();
 
-		if (ev->hook != CUSTODE_HOOK_SOCK_CREATE) {
+		if (ev->hook != CUSTODE_HOOK_SOCK_CREATE && ev->hook != CUSTODE_HOOK_SETSOCKOPT) {
 			json_object_set_new(no, "addr", json_string(custode_addr_format(n->addr, addr, sizeof(addr))));
 			json_object_set_new(no, "port", json_integer(n->port));
 		}
