@@ -540,10 +540,11 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 	/*
 	 * Every live run, whatever its policy grants: no terminal of a session
 	 * led from outside the run (another login's /dev/pts/N: reading what is
-	 * typed there, writing a fake prompt; bpf/lib/tty.bpf.h).
+	 * typed there, writing a fake prompt), and none of the host's own
+	 * terminals (consoles, serial lines: bpf/lib/tty.bpf.h).
 	 */
 	if (w.s && w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) &&
-	    custode_tty_foreign(custode_devpts_slave(file), w.run_cgid))
+	    (custode_tty_foreign(custode_devpts_slave(file), w.run_cgid) || custode_host_terminal(inode)))
 		return deny(&w, &a, CUSTODE_REASON_FILE_TTY_DENIED);
 	if (w.s && w.run && (w.run->flags & CUSTODE_RUN_PROCESS) && !(w.run->flags & CUSTODE_RUN_CANCELLED) &&
 	    mqueue_foreign(inode, w.run_cgid))

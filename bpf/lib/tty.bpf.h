@@ -48,6 +48,30 @@ static __always_inline struct tty_struct *custode_devpts_slave(struct file *file
 	return (struct tty_struct *)BPF_CORE_READ(file, f_path.dentry, d_fsdata);
 }
 
+/*
+ * A terminal of the host rather than a pty: virtual consoles and serial
+ * lines (major 4: /dev/tty0..63, /dev/ttyS*), /dev/console (5:1), the
+ * consoles' screen memory (7: /dev/vcs*, vcsa*), USB and ARM serial (188,
+ * 166, 204) and hypervisor consoles (229: /dev/hvc*). A run's terminal is
+ * always a pty (the launcher's, or one it makes through /dev/ptmx), so a run
+ * never needs one of these; reading one is reading what someone types at the
+ * machine, writing one a fake prompt. Decided by device number, so a node
+ * the run makes itself (mknod) is the same device. /dev/tty (5:0, the
+ * caller's own controlling terminal) and /dev/ptmx (5:2) are not in the list.
+ */
+static __always_inline bool custode_host_terminal(struct inode *inode)
+{
+	__u32 rdev, major, minor;
+
+	if (!inode || (BPF_CORE_READ(inode, i_mode) & CUSTODE_S_IFMT) != CUSTODE_S_IFCHR)
+		return false;
+	rdev = BPF_CORE_READ(inode, i_rdev);
+	major = rdev >> 20;
+	minor = rdev & ((1U << 20) - 1);
+	return major == TTY_MAJOR || (major == TTYAUX_MAJOR && minor == 1) || major == 7 || major == 188 ||
+	       major == 166 || major == 204 || major == 229;
+}
+
 /* The tty of an open terminal file (custode_is_tty_inode), or NULL. */
 static __always_inline struct tty_struct *custode_file_tty(struct file *file)
 {
