@@ -288,7 +288,12 @@ static __always_inline int run_denied(__u16 hook, __u32 reason, __u32 detail, __
 	c = caller(&run, &cgid, hook, NULL, 0, detail, command, &verdict);
 	if (c <= 0)
 		return verdict;
-	if (!(run->flags & CUSTODE_RUN_PROCESS))
+	/*
+	 * Runs with a process policy; and every attached run, whatever its
+	 * policy: an attached process has no seccomp filter (a launched run's
+	 * refuses these calls in every run), so the LSM stands in for it.
+	 */
+	if (!(run->flags & (CUSTODE_RUN_PROCESS | CUSTODE_RUN_ATTACHED)))
 		return 0;
 	return deny(hook, reason, run, cgid, NULL, 0, detail, command);
 }
@@ -350,6 +355,45 @@ CUSTODE_LSM(kernel_load_data, custode_proc_kernel_load_data, enum kernel_load_da
 	if (id == LOADING_FIRMWARE)
 		return 0;
 	return run_denied(CUSTODE_HOOK_KERNEL_LOAD_DATA, CUSTODE_REASON_PROCESS_KERNEL_DENIED, (__u32)id, 0);
+}
+
+/*
+ * Capabilities no run may use, whatever its policy: a launched run has none
+ * at all (its launcher drops them), but a root process attached to a run
+ * keeps its own, and no seccomp filter stands in front of reboot(2),
+ * settimeofday, iopl, acct or init_module there. Refused for every live run
+ * (process.kernel.denied): CAP_SYS_MODULE, CAP_SYS_RAWIO (iopl, ioperm,
+ * /dev/mem, raw block I/O), CAP_SYS_PACCT, CAP_SYS_BOOT (reboot, kexec),
+ * CAP_SYS_TIME, CAP_AUDIT_CONTROL, CAP_MAC_OVERRIDE, CAP_MAC_ADMIN,
+ * CAP_SYSLOG (kernel addresses, the kernel log), and CAP_DAC_READ_SEARCH
+ * (open_by_handle_at reaches any file by inode number, past every path
+ * rule; ordinary root reads fall back to CAP_DAC_OVERRIDE, so that one is
+ * refused without a record). Probes the kernel marks CAP_OPT_NOAUDIT (ps,
+ * %pK in /proc files) are refused unrecorded too.
+ */
+#define CUSTODE_CAP_DAC_READ_SEARCH 2
+#define CUSTODE_CAP_OPT_NOAUDIT 2 /* 1 << 1 */
+#define CUSTODE_RUN_CAPS_DENIED                                                                              \
+	((1ULL << 2) | (1ULL << 16) | (1ULL << 17) | (1ULL << 20) | (1ULL << 22) | (1ULL << 25) | (1ULL << 30) | \
+	 (1ULL << 32) | (1ULL << 33) | (1ULL << 34))
+
+CUSTODE_LSM(capable, custode_proc_capable, const struct cred *cred, struct user_namespace *ns, int cap,
+	    unsigned int opts, int ret)
+{
+	struct custode_run *run = NULL;
+	__u64 cgid = 0;
+	int verdict = 0, c;
+
+	if (ret)
+		return ret;
+	if (cap < 0 || cap > 63 || !(CUSTODE_RUN_CAPS_DENIED & (1ULL << cap)))
+		return 0; /* most checks end here, before any lookup */
+	c = caller(&run, &cgid, CUSTODE_HOOK_CAPABLE, NULL, 0, (__u32)cap, 0, &verdict);
+	if (c <= 0)
+		return verdict;
+	if (cap == CUSTODE_CAP_DAC_READ_SEARCH || (opts & CUSTODE_CAP_OPT_NOAUDIT))
+		return (run->flags & CUSTODE_RUN_AUDIT) ? 0 : -EPERM;
+	return deny(CUSTODE_HOOK_CAPABLE, CUSTODE_REASON_PROCESS_KERNEL_DENIED, run, cgid, NULL, 0, (__u32)cap, 0);
 }
 
 /*

@@ -87,7 +87,8 @@
 	X(FILE_IOCTL_COMPAT, 72, "file_ioctl_compat") \
 	X(SETSOCKOPT, 73, "setsockopt") \
 	X(INET_CONN_REQUEST, 74, "inet_conn_request") \
-	X(TASK_SETPGID, 75, "task_setpgid")
+	X(TASK_SETPGID, 75, "task_setpgid") \
+	X(CAPABLE, 76, "capable")
 
 enum custode_hook {
 #define CUSTODE_X_HOOK(sym, num, name) CUSTODE_HOOK_##sym = num,

@@ -13,7 +13,8 @@ KTEST(doctor_reports_classes_with_evidence)
 	json_t *o, *classes;
 
 	custode_probe_host(&p);
-	ktest_run(argv, -1, 60000, &r);
+	/* doctor loads every object for real: minutes on a loaded TCG guest */
+	ktest_run(argv, -1, 600000, &r);
 	o = json_loads(r.out, 0, NULL);
 	if (!ASSERT_TRUE(o != NULL, "doctor --json prints one JSON object"))
 		return;

@@ -147,8 +147,15 @@ KTEST(process_engine_maps_protected)
 
 	/* custode itself still reaches its engine */
 	st = pu_engine_status();
-	if (ASSERT_TRUE(st != NULL, "engine status by custode"))
-		ASSERT_STREQ(json_string_value(json_array_get(json_object_get(st, "classes"), 0)), "process", "process class");
+	if (ASSERT_TRUE(st != NULL, "engine status by custode")) {
+		json_t *c;
+		size_t k;
+		bool proc = false;
+
+		json_array_foreach(json_object_get(st, "classes"), k, c)
+			proc |= !strcmp(json_string_value(c) ?: "", "process");
+		ASSERT_TRUE(proc, "the process class is loaded");
+	}
 	json_decref(st);
 
 	/* from inside a run: the seccomp filter first, and the LSM's bpf hook whatever the capabilities */

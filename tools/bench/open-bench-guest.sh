@@ -1,62 +1,111 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Runs inside the guest (tools/bench/open-bench starts it under icount):
-# open()+close() of one file, same boot, three configurations:
+# open()+close() of one file, same boot, every configuration measured from a
+# cgroup at the SAME depth as a run's (memcg accounting of each struct file
+# costs more the deeper the cgroup, so a base measured in the root cgroup
+# flatters nothing and blames custode for depth):
 #   base        no custode engine loaded
 #   unconfined  engine loaded (lsm/file_open attached), process outside any run
 #   confined    process inside a `read` run (path allowed, so the full lookup runs)
+#   sibling     a process below an attached run's gate but in no run, with
+#               the gate up vs down (the gate check's own cost)
+# Each round measures its configurations back to back and gives paired
+# ratios; the figures are the median of OPENBENCH_ROUNDS rounds with their
+# min..max. After each engine load/unload one discarded pass lets the
+# kernel's deferred frees finish (icount runs one vCPU: they would steal the
+# next measurement).
 set -eu
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 B=$REPO/build
 N=${OPENBENCH_ITERATIONS:-20000}
+R=${OPENBENCH_ROUNDS:-3}
 FILE=/etc/passwd
-# the read profile may exec only system directories
-cp "$B/tools/bench/openbench" /usr/local/bin/openbench 2>/dev/null || { mkdir -p /usr/local/bin; cp "$B/tools/bench/openbench" /usr/local/bin/openbench; }
+CG=/sys/fs/cgroup
+mkdir -p /usr/local/bin
+cp "$B/tools/bench/openbench" /usr/local/bin/openbench
 
 "$B/custode" engine unload --force >/dev/null 2>&1 || true
-base1=$(openbench "$N" "$FILE")
-"$B/custode" engine load >/dev/null
-unconf1=$(openbench "$N" "$FILE")
-conf1=$("$B/custode" run --profile read -- /usr/local/bin/openbench "$N" "$FILE")
-# second round, reverse order, to show the figures are stable
-conf2=$("$B/custode" run --profile read -- /usr/local/bin/openbench "$N" "$FILE")
-unconf2=$(openbench "$N" "$FILE")
-# attached runs elsewhere (issue 8): with the daemon up and an (empty) cgroup
-# attached under bench.slice, a process outside every run pays the gate check:
-#   gated/outside  a process in the root cgroup (its top ancestor is no gate)
-#   gated/sibling  a process in bench.slice/other (below the gate, in no run)
-CG=/sys/fs/cgroup
-mkdir -p "$CG/bench.slice/attached" "$CG/bench.slice/other"
+# the depth of a run's cgroup, as the run itself sees it
+depth=$("$B/custode" run --profile read -- /bin/cat /proc/self/cgroup | sed -n 's/^0:://p' | awk -F/ '{print NF - 1}')
+[ "$depth" -ge 1 ] || { echo "open-bench: cannot tell a run's cgroup depth" >&2; exit 1; }
+# bench.slice/other (depth 2) is the gated sibling; base cgroup at the run's depth
+BCG=$CG/bench.slice
+i=2
+while [ $i -le "$depth" ]; do BCG=$BCG/l$i; i=$((i + 1)); done
+[ "$depth" -ge 2 ] || BCG=$CG/bench-base
+mkdir -p "$BCG" "$CG/bench.slice/attached" "$CG/bench.slice/other"
+SIB=$CG/bench.slice/other
+# the controllers a run's ancestors enable, enabled down to the base cgroup too (memcg charges per level)
+ctl=$(cat "$CG/custode/cgroup.subtree_control" 2>/dev/null || true)
+d=$(dirname "$BCG")
+while [ "$d" != "$CG" ] && [ -n "$ctl" ]; do
+	for c in $ctl; do echo "+$c" >"$d/cgroup.subtree_control" 2>/dev/null || true; done
+	d=$(dirname "$d")
+done
+d=$(dirname "$BCG")
+for c in $ctl; do echo "+$c" >"$CG/bench.slice/cgroup.subtree_control" 2>/dev/null || true; done
+inbase() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec openbench "$@"' sh "$BCG" "$N" "$FILE"; }
+insib() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec openbench "$@"' sh "$SIB" "$N" "$FILE"; }
+confined() { "$B/custode" run --profile read -- /usr/local/bin/openbench "$N" "$FILE"; }
+
+out=$(mktemp)
+echo "open()+close(), $N iterations, $R rounds, cgroup depth $depth (base: $BCG), ns/op (guest clock)" >&2
+r=1
+while [ $r -le "$R" ]; do
+	"$B/custode" engine unload --force >/dev/null 2>&1 || true
+	inbase >/dev/null
+	b=$(inbase)
+	"$B/custode" engine load >/dev/null
+	inbase >/dev/null
+	u=$(inbase)
+	c=$(confined)
+	echo "round $r base $b unconfined $u confined $c" >&2
+	echo "R $b $u $c" >>"$out"
+	r=$((r + 1))
+done
+# the gate: an attached (empty) cgroup under bench.slice, the daemon up
 "$B/custode" daemon --no-resolver --stream none 2>/tmp/bench-daemon.log &
 dpid=$!
 i=0
 until grep -q 'custode daemon: ready' /tmp/bench-daemon.log 2>/dev/null; do
-	i=$((i + 1)); [ $i -lt 600 ] || { cat /tmp/bench-daemon.log >&2; exit 1; }; sleep 0.1
+	i=$((i + 1)); [ $i -lt 6000 ] || { cat /tmp/bench-daemon.log >&2; exit 1; }; sleep 0.1
 done
 rid=00000000000be0c1
-"$B/custode" attach --cgroup "$CG/bench.slice/attached" --profile read --run-id $rid >/dev/null
-gout1=$(openbench "$N" "$FILE")
-gsib1=$(sh -c 'echo $$ > '"$CG"'/bench.slice/other/cgroup.procs && exec openbench '"$N $FILE")
-gsib2=$(sh -c 'echo $$ > '"$CG"'/bench.slice/other/cgroup.procs && exec openbench '"$N $FILE")
-gout2=$(openbench "$N" "$FILE")
-"$B/custode" detach "$rid" >/dev/null
+r=1
+while [ $r -le "$R" ]; do
+	down=$(insib)
+	"$B/custode" attach --cgroup "$CG/bench.slice/attached" --profile read --run-id $rid >/dev/null
+	insib >/dev/null
+	up=$(insib)
+	"$B/custode" detach "$rid" >/dev/null
+	echo "round $r sibling gate-down $down gate-up $up" >&2
+	echo "G $down $up" >>"$out"
+	r=$((r + 1))
+done
 kill "$dpid"; wait "$dpid" 2>/dev/null || true
-rmdir "$CG/bench.slice/attached" "$CG/bench.slice/other" "$CG/bench.slice"
+"$B/custode" engine unload >/dev/null 2>&1 || true
+rmdir "$CG/bench.slice/attached" "$SIB" 2>/dev/null || true
+d=$BCG
+while [ "$d" != "$CG" ]; do rmdir "$d" 2>/dev/null || true; d=$(dirname "$d"); done
 
-"$B/custode" engine unload >/dev/null
-base2=$(openbench "$N" "$FILE")
-
-awk -v b1="$base1" -v b2="$base2" -v u1="$unconf1" -v u2="$unconf2" -v c1="$conf1" -v c2="$conf2" -v n="$N" \
-    -v go1="$gout1" -v go2="$gout2" -v gs1="$gsib1" -v gs2="$gsib2" 'BEGIN {
-	b = (b1 + b2) / 2; u = (u1 + u2) / 2; c = (c1 + c2) / 2; go = (go1 + go2) / 2; gs = (gs1 + gs2) / 2;
-	printf "open()+close(), %d iterations, ns/op (guest clock)\n", n;
-	printf "  base (no custode)       %9.1f %9.1f\n", b1, b2;
-	printf "  custode, unconfined     %9.1f %9.1f\n", u1, u2;
-	printf "  custode, confined       %9.1f %9.1f\n", c1, c2;
-	printf "  gated, outside          %9.1f %9.1f\n", go1, go2;
-	printf "  gated, sibling          %9.1f %9.1f\n", gs1, gs2;
-	printf "ratio unconfined/base  %.4f\n", u / b;
-	printf "ratio confined/base    %.4f\n", c / b;
-	printf "ratio gated-outside/base  %.4f\n", go / b;
-	printf "ratio gated-sibling/base  %.4f\n", gs / b;
-}'
+# median and spread of each paired ratio
+ratio() { # $1: awk expression over the fields of lines tagged $2
+	awk -v tag="$2" '$1 == tag { print '"$1"' }' "$out" | sort -g |
+		awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+			printf "%.4f (min %.4f, max %.4f, %d rounds)\n", m, v[1], v[NR], NR }'
+}
+median() {
+	awk -v tag="$2" '$1 == tag { print '"$1"' }' "$out" | sort -g |
+		awk '{ v[NR] = $1 } END { printf "%.1f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+echo "open()+close(), $N iterations x $R rounds, cgroup depth $depth, median ns/op (guest clock)"
+echo "  base (no custode)       $(median '$2' R)"
+echo "  custode, unconfined     $(median '$3' R)"
+echo "  custode, confined       $(median '$4' R)"
+echo "  sibling, gate down      $(median '$2' G)"
+echo "  sibling, gate up        $(median '$3' G)"
+echo "ratio unconfined/base  $(ratio '$3 / $2' R)"
+echo "ratio confined/base    $(ratio '$4 / $2' R)"
+echo "ratio gated-sibling/gate-down  $(ratio '$3 / $2' G)"
+rm -f "$out"

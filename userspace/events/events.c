@@ -199,6 +199,7 @@ static void task_details(__u16 hook, const struct custode_event_task *t, json_t 
 		{CUSTODE_HOOK_TASK_SETNICE, "nice", NULL, true},
 		{CUSTODE_HOOK_TASK_SETIOPRIO, "ioprio", NULL, false},
 		{CUSTODE_HOOK_TASK_SETRLIMIT, "resource", NULL, false},
+		{CUSTODE_HOOK_CAPABLE, "capability", NULL, false},
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

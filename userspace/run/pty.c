@@ -228,6 +228,13 @@ static void restore(struct custode_pty *p)
 {
 	if (!p->raw)
 		return;
+	/*
+	 * Input the relay didn't read belongs to the run, never to the shell
+	 * that gets the terminal back: a terminal's answer to a query the run
+	 * printed just before it ended (title or colour reports, DECRQSS) would
+	 * otherwise be read there as typed.
+	 */
+	tcflush(p->plan.in, TCIFLUSH);
 	/* TCSANOW: never wait on output a terminal may never drain */
 	tcsetattr(p->plan.in, TCSANOW, &p->saved);
 	guard_disarm();
