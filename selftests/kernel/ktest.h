@@ -96,7 +96,8 @@ struct ktest_result {
 	char out[16384];
 	char err[16384];
 };
-/* Run argv to completion (stdin /dev/null) capturing output; timeout → code -1. */
+/* Run argv to completion (stdin /dev/null) capturing output; timeout → code -1. Every timeout here is
+ * a hang detector, stretched x4 ($CUSTODE_KTEST_SLACK) for loaded hosts. */
 int ktest_run(char *const argv[], int uid, int timeout_ms, struct ktest_result *r);
 
 /* ---- fixtures ---- */

@@ -14,7 +14,7 @@ KTEST(doctor_reports_classes_with_evidence)
 
 	custode_probe_host(&p);
 	/* doctor loads every object for real: minutes on a loaded TCG guest */
-	ktest_run(argv, -1, 600000, &r);
+	ktest_run(argv, -1, 150000, &r);
 	o = json_loads(r.out, 0, NULL);
 	if (!ASSERT_TRUE(o != NULL, "doctor --json prints one JSON object"))
 		return;
