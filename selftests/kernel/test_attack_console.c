@@ -10,6 +10,7 @@
  * node the run makes itself with mknod. A fresh pty (/dev/ptmx) and /dev/null
  * stay usable.
  */
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -58,7 +59,7 @@ KTEST(attack_host_terminals_denied_to_attached_root)
 	unsigned long addr;
 	const char *pol;
 	int pid = 0;
-	char node[400], what[512];
+	char node[400], what[512], devdir[320];
 	/* every node is made here, so the test doesn't depend on the guest's /dev */
 	static const struct {
 		const char *name;
@@ -72,12 +73,17 @@ KTEST(attack_host_terminals_denied_to_attached_root)
 	if (!ASSERT_TRUE(ktest_make_dirs(&d), "dirs"))
 		return;
 	pol = pu_policy(d.root, "net", NET_ONLY);
+	/* device nodes open only on a mount without nodev (the test's /tmp has it): a tmpfs of our own */
+	snprintf(devdir, sizeof(devdir), "%s/dev", d.root);
+	if (!ASSERT_EQ(mkdir(devdir, 0755), 0, "mkdir") ||
+	    !ASSERT_EQ(mount("ktest-dev", devdir, "tmpfs", MS_NOSUID, "mode=0755"), 0, "a tmpfs that allows devices"))
+		return;
 	if (!ASSERT_TRUE(pu_run_target(pol, &t, &pid, &addr), "a run to move into"))
 		return;
 	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
 		const char *out;
 
-		snprintf(node, sizeof(node), "%s/%s", d.root, devs[i].name);
+		snprintf(node, sizeof(node), "%s/%s", devdir, devs[i].name);
 		if (!ASSERT_EQ(mknod(node, S_IFCHR | 0600, makedev(devs[i].major, devs[i].minor)), 0, "mknod"))
 			continue;
 		/* control: root outside any run opens it (or the device is absent on this kernel: ENXIO/ENODEV) */
@@ -101,4 +107,5 @@ KTEST(attack_host_terminals_denied_to_attached_root)
 	ASSERT_STREQ(open_moved_in(pid, "/dev/ptmx", "rw"), "ok", "/dev/ptmx in the run");
 	ASSERT_STREQ(open_moved_in(pid, "/dev/null", "w"), "ok", "/dev/null in the run");
 	ASSERT_EQ(pu_stop(&t), 0, "the run ends");
+	umount2(devdir, MNT_DETACH);
 }
