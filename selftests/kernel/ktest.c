@@ -159,7 +159,7 @@ int ktest_spawn(char *const argv[], int uid, struct ktest_proc *p)
  * $CUSTODE_KTEST_SLACK) so a loaded host — a TCG guest sharing two cores,
  * an engine load of every class — never fails a test that would pass.
  */
-static int slack(int timeout_ms)
+int ktest_slack(int timeout_ms)
 {
 	static int factor;
 	long t;
@@ -176,7 +176,7 @@ bool ktest_read_line(int fd, char *buf, size_t len, int timeout_ms)
 {
 	size_t n = 0;
 
-	timeout_ms = slack(timeout_ms);
+	timeout_ms = ktest_slack(timeout_ms);
 	while (n + 1 < len) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		char c;
@@ -204,7 +204,7 @@ int ktest_wait(struct ktest_proc *p, int timeout_ms)
 {
 	int st;
 
-	timeout_ms = slack(timeout_ms);
+	timeout_ms = ktest_slack(timeout_ms);
 	for (int waited = 0; waited <= timeout_ms; waited += 10) {
 		pid_t w = waitpid(p->pid, &st, WNOHANG);
 		if (w == p->pid)
@@ -242,7 +242,7 @@ int ktest_run(char *const argv[], int uid, int timeout_ms, struct ktest_result *
 	int st;
 
 	memset(r, 0, sizeof(*r));
-	timeout_ms = slack(timeout_ms);
+	timeout_ms = ktest_slack(timeout_ms);
 	if (ktest_spawn(argv, uid, &p) < 0)
 		return r->code = -1;
 	close(p.in);

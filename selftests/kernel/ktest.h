@@ -96,6 +96,8 @@ struct ktest_result {
 	char out[16384];
 	char err[16384];
 };
+/* A hang detector's timeout stretched for loaded hosts (x4, $CUSTODE_KTEST_SLACK). */
+int ktest_slack(int timeout_ms);
 /* Run argv to completion (stdin /dev/null) capturing output; timeout → code -1. Every timeout here is
  * a hang detector, stretched x4 ($CUSTODE_KTEST_SLACK) for loaded hosts. */
 int ktest_run(char *const argv[], int uid, int timeout_ms, struct ktest_result *r);

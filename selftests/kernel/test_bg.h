@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include "ktest.h"
 
 static inline long kt_ms(void)
 {
@@ -45,7 +46,7 @@ static inline const char *kt_slurp(const char *path)
 /* Wait until path holds needle; false on timeout or if pid exits first. */
 static inline bool kt_wait_for(const char *path, const char *needle, int pid, int timeout_ms)
 {
-	long end = kt_ms() + timeout_ms;
+	long end = kt_ms() + ktest_slack(timeout_ms);
 	int st;
 
 	while (kt_ms() < end) {
