@@ -147,7 +147,7 @@ static inline json_t *df_call(json_t *req)
 	struct custode_refusal why = {0};
 	json_t *resp = NULL;
 
-	if (custode_control_call(req, &resp, 60000, &why) < 0) {
+	if (custode_control_call(req, &resp, ktest_slack(60000), &why) < 0) {
 		ktest_log("control %s: %s: %s", json_string_value(json_object_get(req, "cmd")),
 			  custode_reason_name(why.reason), why.detail);
 		resp = NULL;
@@ -164,7 +164,7 @@ static inline const char *df_refusal(json_t *req)
 	json_t *resp = NULL;
 
 	reason[0] = 0;
-	if (custode_control_call(req, &resp, 60000, &why) < 0)
+	if (custode_control_call(req, &resp, ktest_slack(60000), &why) < 0)
 		snprintf(reason, sizeof(reason), "%s", custode_reason_name(why.reason) ? custode_reason_name(why.reason) : "?");
 	else
 		json_decref(resp);

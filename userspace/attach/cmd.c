@@ -16,7 +16,12 @@
 #include "util/reasons.h"
 
 #define EXIT_REFUSED 125
-#define CALL_TIMEOUT_MS 60000
+/*
+ * How long to wait for the daemon's answer. An attach may load engine
+ * classes first (seconds on a slow or emulated host): giving up early would
+ * report a failure for an attach that then completes.
+ */
+#define CALL_TIMEOUT_MS 300000
 
 static int refused(const char *cmd, const struct custode_refusal *why)
 {
