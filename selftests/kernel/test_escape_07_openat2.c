@@ -93,12 +93,16 @@ KTEST(escape_07_openat2_opath_handles)
 	ASSERT_STREQ(r.out, "ok\nEPERM\n", "open_by_handle_at in a run: no capability (and seccomp)");
 	ktest_events();
 	if (ASSERT_TRUE(esc_hold(&h, ro, f.d.ws), "holder run")) {
-		/* root, with CAP_DAC_READ_SEARCH, in the run's cgroup: only the engine is left */
+		/*
+		 * root, with CAP_DAC_READ_SEARCH, in the run's cgroup: only the engine is
+		 * left, and it refuses the capability itself to every run (`capable`,
+		 * unrecorded for this one: root's ordinary reads fall back on it), so the
+		 * handle is never decoded and nothing is opened.
+		 */
 		esc_join(&h, &r, -1,
 			 STEPS("chdir-open", f.d.ws, ".", "d", "+", "handle-save", f.secret, "+", "wait", "+", "handle-open",
 			       "r"));
-		esc_engine_denied(&r, "ok\nok\nEACCES\n", "file_open", "file.read.denied", f.secret,
-				  "open_by_handle_at with the capability");
+		ASSERT_STREQ(r.out, "ok\nok\nEPERM\n", "open_by_handle_at with the capability: refused by the engine");
 		esc_release(&h);
 	}
 }
