@@ -267,15 +267,37 @@ int custode_connect6(struct bpf_sock_addr *ctx)
 	return egress6(CUSTODE_HOOK_CONNECT6, ctx);
 }
 
+/*
+ * A message without an address on a connected UDP socket goes to the peer
+ * decided at connect. The kernel runs these programs for it anyway when the
+ * message carries control data (IP_TOS, UDP_SEGMENT: udp_sendmsg then stops
+ * calling the socket connected), with an all-zero address of family
+ * AF_UNSPEC: that is "no address", not 0.0.0.0. An address the caller gave
+ * with AF_UNSPEC (IPv4 sends to it) always has a port: the kernel refuses
+ * port 0 before these programs run.
+ */
+static __always_inline bool no_address(struct bpf_sock_addr *ctx, bool v6)
+{
+	if (ctx->user_family != 0 || ctx->user_port != 0)
+		return false;
+	if (!v6)
+		return ctx->user_ip4 == 0;
+	return !(ctx->user_ip6[0] | ctx->user_ip6[1] | ctx->user_ip6[2] | ctx->user_ip6[3]);
+}
+
 SEC("cgroup/sendmsg4")
 int custode_sendmsg4(struct bpf_sock_addr *ctx)
 {
+	if (no_address(ctx, false))
+		return 1;
 	return egress4(CUSTODE_HOOK_SENDMSG4, ctx);
 }
 
 SEC("cgroup/sendmsg6")
 int custode_sendmsg6(struct bpf_sock_addr *ctx)
 {
+	if (no_address(ctx, true))
+		return 1;
 	return egress6(CUSTODE_HOOK_SENDMSG6, ctx);
 }
 

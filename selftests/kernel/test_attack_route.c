@@ -354,6 +354,57 @@ KTEST(route_options_denied_attached_root)
 	close(f.cap);
 }
 
+/* Options that don't move the packet work in a run, and the datagram reaches the granted destination. */
+KTEST(route_ordinary_options_work_in_a_run)
+{
+	static struct ktest_result r;
+	static const struct {
+		const char *what;
+		const char *args[8];
+	} ok[] = {
+		{"IP_TOS", {"sockopt", "ip-tos", "-", DST4, "9999"}},
+		{"IP_TTL", {"sockopt", "ip-ttl", "-", DST4, "9999"}},
+		{"IP_RECVOPTS (receiving options)", {"sockopt", "ip-recvopts", "-", DST4, "9999"}},
+		{"IPV6_TCLASS", {"sockopt", "ip6-tclass", "-", DST6, "9999"}},
+		{"IPV6_UNICAST_HOPS", {"sockopt", "ip6-hops", "-", DST6, "9999"}},
+		{"IPV6_RECVRTHDR (receiving routing headers)", {"sockopt", "ip6-recvrthdr", "-", DST6, "9999"}},
+		{"SO_RCVBUF", {"sockopt", "so-rcvbuf", "-", DST4, "9999"}},
+		{"TCP_NODELAY, then connect", {"sockopt", "tcp-nodelay", "-", DST4, "8080"}},
+		{"sendto + IP_TOS cmsg", {"sendmsg", "tos", "-", DST4, "9999", "sendto"}},
+		{"sendto + IP_TTL cmsg", {"sendmsg", "ttl", "-", DST4, "9999", "sendto"}},
+		{"sendto + IP_PKTINFO cmsg", {"sendmsg", "pktinfo", "-", DST4, "9999", "sendto"}},
+		{"connected + IP_TOS cmsg", {"sendmsg", "tos", "-", DST4, "9999", "connected"}},
+		{"sendto + IPV6_TCLASS cmsg", {"sendmsg", "tclass", "-", DST6, "9999", "sendto"}},
+		{"sendto + IPV6_HOPLIMIT cmsg", {"sendmsg", "hoplimit", "-", DST6, "9999", "sendto"}},
+		{"sendto + IPV6_PKTINFO cmsg", {"sendmsg", "pktinfo", "-", DST6, "9999", "sendto"}},
+		{"sendmmsg + IPV6_TCLASS cmsg", {"sendmsg", "tclass", "-", DST6, "9999", "mmsg"}},
+		{"TCP fast open + IP_TOS cmsg", {"sendmsg", "tos", "-", DST4, "8080", "fastopen"}},
+		{"15 control messages", {"sendmsg", "many15", "-", DST4, "9999", "sendto"}},
+		{"plain sendto", {"sendmsg", "none", "-", DST6, "9999", "sendto"}},
+	};
+	struct rfix f;
+
+	if (!setup(&f))
+		return;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		char what[160];
+
+		snprintf(what, sizeof(what), "control: %s", ok[i].what);
+		outside(&r, ok[i].args);
+		chomp(r.out);
+		ASSERT_STREQ(r.out, "ok", what);
+		snprintf(what, sizeof(what), "run: %s", ok[i].what);
+		in_run(&r, f.policy, ok[i].args);
+		chomp(r.out);
+		if (!ASSERT_STREQ(r.out, "ok", what))
+			ktest_log("%s: %s", ok[i].what, r.err);
+	}
+	/* the egress rules still hold for them: a datagram to the hop itself is not granted */
+	in_run(&r, f.policy, ARGS("sendmsg", "none", "-", HOP4, "9999", "sendto"));
+	ASSERT_STREQ(r.out, "EPERM\n", "run: the hop is not granted");
+	close(f.cap);
+}
+
 /*
  * Other ways into setsockopt and sendmsg for an attached root (no seccomp):
  * the i386 entry (int $0x80: the cgroup setsockopt programs are not run for
