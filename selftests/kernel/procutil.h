@@ -256,4 +256,37 @@ static __attribute__((unused)) bool pu_move_into_cgroup_of(int pid, int of_pid)
 	return custode_cgroup_move(cg, pid) == 0;
 }
 
+/*
+ * `helper wait OP...` started as root outside any run, moved into run_pid's
+ * cgroup once it says "ready PID", then told to go: its outcome line ("" if
+ * it never got there). The helper (pprobe, tprobe, capprobe) then stands in
+ * the run below seccomp's reach, with every capability: only the LSM is left.
+ */
+static __attribute__((unused)) const char *pu_moved_in(const char *helper, int run_pid, const char *const *op)
+{
+	static char line[128];
+	char *argv[16];
+	struct ktest_proc p;
+	int n = 0, pid = 0;
+
+	line[0] = 0;
+	argv[n++] = (char *)helper;
+	argv[n++] = "wait";
+	for (; *op && n < 15; op++)
+		argv[n++] = (char *)*op;
+	argv[n] = NULL;
+	if (ktest_spawn(argv, -1, &p) < 0)
+		return line;
+	if (ktest_read_line(p.out, line, sizeof(line), 30000) && sscanf(line, "ready %d", &pid) == 1 &&
+	    ASSERT_TRUE(pu_move_into_cgroup_of(pid, run_pid), "move into the run") &&
+	    ASSERT_TRUE(write(p.in, "go\n", 3) == 3, "go"))
+		ktest_read_line(p.out, line, sizeof(line), 30000);
+	else
+		line[0] = 0;
+	ktest_close_stdin(&p);
+	ktest_wait(&p, 30000);
+	ktest_proc_close(&p);
+	return line;
+}
+
 #endif

@@ -18,34 +18,6 @@
 /* a run whose policy says nothing about processes or files */
 #define NET_ONLY POLICY("cap-net", "{\"network\":{\"egress\":[]}}")
 
-/* A root capprobe waiting to do op (after being moved into run_pid's cgroup); its output line. */
-static const char *cap_moved_in(int run_pid, const char *const *op)
-{
-	static char line[128];
-	char *argv[16];
-	struct ktest_proc p;
-	int n = 0, pid = 0;
-
-	line[0] = 0;
-	argv[n++] = (char *)ktest_helper("capprobe");
-	argv[n++] = "wait";
-	for (; *op && n < 15; op++)
-		argv[n++] = (char *)*op;
-	argv[n] = NULL;
-	if (ktest_spawn(argv, -1, &p) < 0)
-		return line;
-	if (ktest_read_line(p.out, line, sizeof(line), 30000) && sscanf(line, "ready %d", &pid) == 1 &&
-	    ASSERT_TRUE(pu_move_into_cgroup_of(pid, run_pid), "move into the run") &&
-	    ASSERT_TRUE(write(p.in, "go\n", 3) == 3, "go"))
-		ktest_read_line(p.out, line, sizeof(line), 30000);
-	else
-		line[0] = 0;
-	ktest_close_stdin(&p);
-	ktest_wait(&p, 30000);
-	ktest_proc_close(&p);
-	return line;
-}
-
 static const char *cap_outside(const char *const *op)
 {
 	static struct ktest_result r;
@@ -90,7 +62,7 @@ KTEST(attack_attached_root_capabilities_denied)
 		ASSERT_STREQ(cap_outside(ARGS(ops[i].op)), ops[i].outside, what);
 		ktest_events();
 		snprintf(what, sizeof(what), "%s as root attached to a run", ops[i].op);
-		ASSERT_STREQ(cap_moved_in(pid, ARGS(ops[i].op)), "EPERM", what);
+		ASSERT_STREQ(pu_moved_in(ktest_helper("capprobe"), pid, ARGS(ops[i].op)), "EPERM", what);
 		ev = ktest_events();
 		{
 			json_t *e = NULL, *x;
@@ -114,11 +86,11 @@ KTEST(attack_attached_root_capabilities_denied)
 	if (ASSERT_TRUE(ktest_write_file(d.ws_file, "secret\n", 0600), "a file"))
 	{
 		ASSERT_STREQ(cap_outside(ARGS("handle", d.ws_file)), "ok", "control: open_by_handle_at outside");
-		ASSERT_STREQ(cap_moved_in(pid, ARGS("handle", d.ws_file)), "EPERM", "open_by_handle_at attached");
+		ASSERT_STREQ(pu_moved_in(ktest_helper("capprobe"), pid, ARGS("handle", d.ws_file)), "EPERM", "open_by_handle_at attached");
 	}
 	/* kernel addresses: shown to root outside (when kptr_restrict lets CAP_SYSLOG see them), hidden inside */
 	if (!strcmp(cap_outside(ARGS("kallsyms")), "addr"))
-		ASSERT_STREQ(cap_moved_in(pid, ARGS("kallsyms")), "zero", "/proc/kallsyms attached");
+		ASSERT_STREQ(pu_moved_in(ktest_helper("capprobe"), pid, ARGS("kallsyms")), "zero", "/proc/kallsyms attached");
 	ASSERT_EQ(pu_stop(&t), 0, "the run ends");
 }
 

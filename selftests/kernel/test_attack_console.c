@@ -19,29 +19,6 @@
 
 #define NET_ONLY POLICY("console-net", "{\"network\":{\"egress\":[]}}")
 
-/* A root tprobe waiting to open path (after being moved into run_pid's cgroup); its outcome line. */
-static const char *open_moved_in(int run_pid, const char *path, const char *mode)
-{
-	static char line[128];
-	char *argv[] = {(char *)ktest_tprobe(), "wait", "open", (char *)path, (char *)mode, NULL};
-	struct ktest_proc p;
-	int pid = 0;
-
-	line[0] = 0;
-	if (ktest_spawn(argv, -1, &p) < 0)
-		return line;
-	if (ktest_read_line(p.out, line, sizeof(line), 30000) && sscanf(line, "ready %d", &pid) == 1 &&
-	    ASSERT_TRUE(pu_move_into_cgroup_of(pid, run_pid), "move into the run") &&
-	    ASSERT_TRUE(write(p.in, "go\n", 3) == 3, "go"))
-		ktest_read_line(p.out, line, sizeof(line), 30000);
-	else
-		line[0] = 0;
-	ktest_close_stdin(&p);
-	ktest_wait(&p, 30000);
-	ktest_proc_close(&p);
-	return line;
-}
-
 static const char *open_outside(const char *path, const char *mode)
 {
 	static struct ktest_result r;
@@ -94,18 +71,18 @@ KTEST(attack_host_terminals_denied_to_attached_root)
 		ktest_events();
 		snprintf(what, sizeof(what), "%s (%u:%u) from a root process in the run", devs[i].name, devs[i].major,
 			 devs[i].minor);
-		ASSERT_STREQ(open_moved_in(pid, node, "r"), "EACCES", what);
-		ASSERT_STREQ(open_moved_in(pid, node, "w"), "EACCES", what);
+		ASSERT_STREQ(pu_moved_in(ktest_tprobe(), pid, ARGS("open", node, "r")), "EACCES", what);
+		ASSERT_STREQ(pu_moved_in(ktest_tprobe(), pid, ARGS("open", node, "w")), "EACCES", what);
 		ev = ktest_events();
 		ASSERT_TRUE(ktest_find_event(ev, "file_open", "file.tty.denied", node) != NULL, what);
 		json_decref(ev);
 	}
 	/* the real nodes too, where the guest has them */
 	if (access("/dev/console", F_OK) == 0)
-		ASSERT_STREQ(open_moved_in(pid, "/dev/console", "w"), "EACCES", "/dev/console");
+		ASSERT_STREQ(pu_moved_in(ktest_tprobe(), pid, ARGS("open", "/dev/console", "w")), "EACCES", "/dev/console");
 	/* ordinary: a fresh pty and /dev/null */
-	ASSERT_STREQ(open_moved_in(pid, "/dev/ptmx", "rw"), "ok", "/dev/ptmx in the run");
-	ASSERT_STREQ(open_moved_in(pid, "/dev/null", "w"), "ok", "/dev/null in the run");
+	ASSERT_STREQ(pu_moved_in(ktest_tprobe(), pid, ARGS("open", "/dev/ptmx", "rw")), "ok", "/dev/ptmx in the run");
+	ASSERT_STREQ(pu_moved_in(ktest_tprobe(), pid, ARGS("open", "/dev/null", "w")), "ok", "/dev/null in the run");
 	ASSERT_EQ(pu_stop(&t), 0, "the run ends");
 	umount2(devdir, MNT_DETACH);
 }

@@ -11,34 +11,6 @@
 #define PROC_NONE POLICY("proc-none", "{\"process\":{}}")
 #define NO_PROC POLICY("no-proc", "{\"limits\":{\"pids\":512}}")
 
-/* A root pprobe waiting to do op (after being moved into run_pid's cgroup); returns its output line. */
-static const char *moved_in(int run_pid, const char *const *op)
-{
-	static char line[128];
-	char *argv[16];
-	struct ktest_proc p;
-	int n = 0, pid = 0;
-
-	line[0] = 0;
-	argv[n++] = (char *)ktest_helper("pprobe");
-	argv[n++] = "wait";
-	for (; *op && n < 15; op++)
-		argv[n++] = (char *)*op;
-	argv[n] = NULL;
-	if (ktest_spawn(argv, -1, &p) < 0)
-		return line;
-	if (ktest_read_line(p.out, line, sizeof(line), 30000) && sscanf(line, "ready %d", &pid) == 1 &&
-	    ASSERT_TRUE(pu_move_into_cgroup_of(pid, run_pid), "move into the run") &&
-	    ASSERT_TRUE(write(p.in, "go\n", 3) == 3, "go"))
-		ktest_read_line(p.out, line, sizeof(line), 30000);
-	else
-		line[0] = 0;
-	ktest_close_stdin(&p);
-	ktest_wait(&p, 30000);
-	ktest_proc_close(&p);
-	return line;
-}
-
 KTEST(process_bpf_denied_in_run)
 {
 	static struct ktest_result r;
@@ -74,8 +46,8 @@ KTEST(process_bpf_denied_in_run)
 			(char *)ktest_helper("pprobe"), "target", NULL};
 	if (!ASSERT_TRUE(pu_target(argv, -1, &t, &pid, &addr), "a run to move into"))
 		return;
-	ASSERT_STREQ(moved_in(pid, ARGS("bpf-map-create")), "EPERM", "root in a run: BPF_MAP_CREATE");
-	ASSERT_STREQ(moved_in(pid, ARGS("bpf-prog-load")), "EPERM", "root in a run: BPF_PROG_LOAD");
+	ASSERT_STREQ(pu_moved_in(ktest_helper("pprobe"), pid, ARGS("bpf-map-create")), "EPERM", "root in a run: BPF_MAP_CREATE");
+	ASSERT_STREQ(pu_moved_in(ktest_helper("pprobe"), pid, ARGS("bpf-prog-load")), "EPERM", "root in a run: BPF_PROG_LOAD");
 	ASSERT_EQ(pu_stop(&t), 0, "run ends");
 	rc = pu_load_json(receipt);
 	ASSERT_EQ(pu_denials(rc, "process.bpf.denied"), 2, "both counted in the run's receipt");
@@ -162,7 +134,7 @@ KTEST(process_engine_maps_protected)
 	pu_run_probe(&r, ARGS("--policy", none), ARGS("bpf-map-get", map_id));
 	ASSERT_STREQ(r.out, "EPERM\n", "run: custode_runs by id");
 	if (ASSERT_TRUE(pu_run_target(none, &t, &pid, &addr), "a run")) {
-		ASSERT_STREQ(moved_in(pid, ARGS("bpf-map-get", map_id)), "EPERM", "root in a run: custode_runs by id");
+		ASSERT_STREQ(pu_moved_in(ktest_helper("pprobe"), pid, ARGS("bpf-map-get", map_id)), "EPERM", "root in a run: custode_runs by id");
 		pu_stop(&t);
 	}
 }

@@ -10,27 +10,6 @@
 
 #define PROC_NONE POLICY("proc-none", "{\"process\":{}}")
 
-static const char *moved_in(int run_pid, const char *op)
-{
-	static char line[128];
-	char *argv[] = {(char *)ktest_helper("pprobe"), "wait", (char *)op, NULL};
-	struct ktest_proc p;
-	int pid = 0;
-
-	line[0] = 0;
-	if (ktest_spawn(argv, -1, &p) < 0)
-		return line;
-	if (ktest_read_line(p.out, line, sizeof(line), 30000) && sscanf(line, "ready %d", &pid) == 1 &&
-	    pu_move_into_cgroup_of(pid, run_pid) && write(p.in, "go\n", 3) == 3)
-		ktest_read_line(p.out, line, sizeof(line), 30000);
-	else
-		line[0] = 0;
-	ktest_close_stdin(&p);
-	ktest_wait(&p, 30000);
-	ktest_proc_close(&p);
-	return line;
-}
-
 static const struct {
 	const char *op;
 	const char *control; /* root, outside any run */
@@ -88,9 +67,9 @@ KTEST(process_kernel_surface_denied)
 		ASSERT_STREQ(r.out, ops[i].control, what);
 		snprintf(what, sizeof(what), "root in the run: %s", ops[i].op);
 		if (ops[i].in_run)
-			ASSERT_STREQ(moved_in(pid, ops[i].op), ops[i].in_run, what);
+			ASSERT_STREQ(pu_moved_in(ktest_helper("pprobe"), pid, ARGS(ops[i].op)), ops[i].in_run, what);
 		else
-			ASSERT_TRUE(strcmp(moved_in(pid, ops[i].op), "ok") != 0, what);
+			ASSERT_TRUE(strcmp(pu_moved_in(ktest_helper("pprobe"), pid, ARGS(ops[i].op)), "ok") != 0, what);
 	}
 	ASSERT_EQ(pu_stop(&t), 0, "run ends");
 	rc = pu_load_json(receipt);

@@ -38,15 +38,16 @@ mkdir -p "$BCG" "$CG/bench.slice/attached" "$CG/bench.slice/other"
 SIB=$CG/bench.slice/other
 # the controllers a run's ancestors enable, enabled down to the base cgroup too (memcg charges per level)
 ctl=$(cat "$CG/custode/cgroup.subtree_control" 2>/dev/null || true)
-d=$(dirname "$BCG")
-while [ "$d" != "$CG" ] && [ -n "$ctl" ]; do
-	for c in $ctl; do echo "+$c" >"$d/cgroup.subtree_control" 2>/dev/null || true; done
-	d=$(dirname "$d")
+enable() { for c in $ctl; do echo "+$c" >"$1/cgroup.subtree_control" 2>/dev/null || true; done; }
+enable "$CG/bench.slice" # the sibling's parent, whatever the depth
+d=$CG
+for part in $(echo "${BCG#"$CG"/}" | tr / ' '); do # the base's ancestors, top down (a child enables what its parent has)
+	d=$d/$part
+	[ "$d" = "$BCG" ] || enable "$d"
 done
-d=$(dirname "$BCG")
-for c in $ctl; do echo "+$c" >"$CG/bench.slice/cgroup.subtree_control" 2>/dev/null || true; done
-inbase() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec openbench "$@"' sh "$BCG" "$N" "$FILE"; }
-insib() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec openbench "$@"' sh "$SIB" "$N" "$FILE"; }
+incg() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec openbench "$@"' sh "$1" "$N" "$FILE"; }
+inbase() { incg "$BCG"; }
+insib() { incg "$SIB"; }
 confined() { "$B/custode" run --profile read -- /usr/local/bin/openbench "$N" "$FILE"; }
 
 out=$(mktemp)
