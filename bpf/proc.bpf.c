@@ -163,12 +163,75 @@ static __always_inline int task_access(__u16 hook, __u32 reason, struct task_str
 }
 
 /* ptrace attach and PTRACE_MODE_READ access (/proc/PID/mem, environ, maps, fd; process_vm_*; kcmp; pidfd_getfd). */
+/*
+ * A denied PTRACE_MODE_READ check must stay denied. Since 6.15-ish kernels
+ * (7.3: kernel/fork.c may_access_mm) mm_access lets perfmon_capable() —
+ * CAP_PERFMON, then CAP_SYS_ADMIN — override a refused ptrace_may_access, so
+ * root attached to a run could still process_madvise() a host process or
+ * read its /proc/PID/maps. The denial arms a veto on the calling task, tagged
+ * with the system call it happened in (number, user ip and sp: what the task
+ * is in the middle of); the capable hook refuses those two capabilities in
+ * that same call, quietly (the ptrace hook already counted and recorded the
+ * denial). A veto left over by a call that never asked is overwritten by the
+ * next denial and can only match the same call site again.
+ */
+struct ptrace_veto {
+	__u64 nr, ip, sp;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ptrace_veto);
+} custode_ptrace_veto SEC(".maps");
+
+#define PTRACE_MODE_READ 0x01
+#define CUSTODE_CAP_SYS_ADMIN 21
+#define CUSTODE_CAP_PERFMON 38
+
+static __always_inline void syscall_tag(struct ptrace_veto *v)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	v->nr = regs->orig_ax;
+	v->ip = regs->ip;
+	v->sp = regs->sp;
+}
+
 CUSTODE_LSM(ptrace_access_check, custode_proc_ptrace_access, struct task_struct *child, unsigned int mode, int ret)
 {
+	struct ptrace_veto *v;
+	int verdict;
+
 	if (ret)
 		return ret;
-	return task_access(CUSTODE_HOOK_PTRACE_ACCESS_CHECK, CUSTODE_REASON_PROCESS_PTRACE_DENIED, child, mode, true,
-			   (mode & PTRACE_MODE_NOAUDIT) != 0);
+	verdict = task_access(CUSTODE_HOOK_PTRACE_ACCESS_CHECK, CUSTODE_REASON_PROCESS_PTRACE_DENIED, child, mode, true,
+			      (mode & PTRACE_MODE_NOAUDIT) != 0);
+	if (verdict && (mode & PTRACE_MODE_READ)) {
+		v = bpf_task_storage_get(&custode_ptrace_veto, bpf_get_current_task_btf(), NULL,
+					 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (v)
+			syscall_tag(v);
+		/* no storage (out of memory): the override stays possible; nothing better to do here */
+	}
+	return verdict;
+}
+
+/* Does the calling task hold a ptrace veto made in this very system call? (Consumed by CAP_SYS_ADMIN, the last one asked.) */
+static __always_inline bool ptrace_vetoed(int cap)
+{
+	struct ptrace_veto *v, now;
+	bool hit;
+
+	v = bpf_task_storage_get(&custode_ptrace_veto, bpf_get_current_task_btf(), NULL, 0);
+	if (!v || (!v->nr && !v->ip))
+		return false;
+	syscall_tag(&now);
+	hit = now.nr == v->nr && now.ip == v->ip && now.sp == v->sp;
+	if (cap == CUSTODE_CAP_SYS_ADMIN || !hit)
+		v->nr = v->ip = v->sp = 0;
+	return hit;
 }
 
 /* PTRACE_TRACEME: the caller offers itself to its parent. */
@@ -384,6 +447,8 @@ CUSTODE_LSM(capable, custode_proc_capable, const struct cred *cred, struct user_
 	__u64 cgid = 0;
 	int verdict = 0, c;
 
+	if ((cap == CUSTODE_CAP_PERFMON || cap == CUSTODE_CAP_SYS_ADMIN) && ptrace_vetoed(cap) && !ret)
+		return -EPERM; /* perfmon_capable() overriding the ptrace denial above */
 	if (ret)
 		return ret;
 	if (cap < 0 || cap > 63 || !(CUSTODE_RUN_CAPS_DENIED & (1ULL << cap)))
