@@ -21,6 +21,27 @@ static const char *run_id_of(json_t *resp)
 	return json_string_value(json_object_get(json_object_get(resp, "run"), "run_id"));
 }
 
+/* The stream holds a's denied open of `outside` (what attach_running_processes_confined waits for). */
+struct denial_seen {
+	const char *path;
+	int tgid;
+};
+
+static bool denial_seen(json_t *evs, void *arg)
+{
+	const struct denial_seen *w = arg;
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(evs, i, e) {
+		const char *p = json_string_value(json_object_get(json_object_get(e, "file"), "path"));
+
+		if (p && !strcmp(p, w->path) && json_integer_value(json_object_get(e, "tgid")) == w->tgid)
+			return true;
+	}
+	return false;
+}
+
 static bool detach(const char *run_id)
 {
 	json_t *r = df_call(json_pack("{s:s, s:s}", "cmd", "detach", "run_id", run_id));
@@ -83,8 +104,11 @@ KTEST(attach_running_processes_confined)
 	json_decref(run);
 
 	/* the stream: the denial with its run, policy, path and (the probe is alive) executable */
-	usleep(1500000);
-	evs = df_events(rid);
+	{
+		struct denial_seen w = {f.d.outside, a.pid};
+
+		evs = df_events_until(rid, denial_seen, &w, 30000);
+	}
 	json_array_foreach(evs, i, e) {
 		const json_t *file = json_object_get(e, "file");
 		const char *p = json_string_value(json_object_get(file, "path"));

@@ -69,6 +69,36 @@ static const char *born_in(const struct dfix *f, const char *cg)
 	return s;
 }
 
+/* The clone3 denial: task_alloc, process.cgroup_move.denied, by tgid, CLONE_INTO_CGROUP in its clone flags. */
+static bool is_clone_denial(const json_t *e, int tgid)
+{
+	const char *h = json_string_value(json_object_get(e, "hook"));
+	const char *r = json_string_value(json_object_get(e, "reason"));
+
+	return h && r && !strcmp(h, "task_alloc") && !strcmp(r, "process.cgroup_move.denied") &&
+	       json_integer_value(json_object_get(e, "tgid")) == tgid &&
+	       ((unsigned long long)json_integer_value(json_object_get(json_object_get(e, "task"), "clone_flags")) &
+		0x200000000ULL);
+}
+
+/* Both records attach_escape_root_profile_grants_cgroupfs looks for are in the stream. */
+struct escape_seen {
+	const char *procs;
+	int tgid;
+};
+
+static bool escape_seen(json_t *evs, void *arg)
+{
+	const struct escape_seen *w = arg;
+	bool clone = false;
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(evs, i, e)
+		clone = clone || is_clone_denial(e, w->tgid);
+	return clone && ktest_find_event(evs, "file_open", "file.cgroup_escape.denied", w->procs) != NULL;
+}
+
 /*
  * A built-in profile that would let the write through: workspace-write with
  * the cgroup2 mount as its workspace grants write (and create) on every
@@ -130,28 +160,24 @@ KTEST(attach_escape_root_profile_grants_cgroupfs)
 	}
 	json_decref(run);
 
-	usleep(1500000);
-	evs = df_events(rid);
 	{
 		char procs[PATH_MAX + 16];
 		bool clone_seen = false;
 
 		snprintf(procs, sizeof(procs), "%s/cgroup.procs", sib);
+		{
+			struct escape_seen w = {procs, a.pid};
+
+			evs = df_events_until(rid, escape_seen, &w, 30000);
+		}
 		e = ktest_find_event(evs, "file_open", "file.cgroup_escape.denied", procs);
 		if (ASSERT_TRUE(e != NULL, "the cgroup.procs denial is in the stream")) {
 			ASSERT_EQ(json_integer_value(json_object_get(e, "tgid")), a.pid, "by the probe");
 			ASSERT_TRUE(json_is_true(json_object_get(e, "enforced")), "enforced");
 		}
-		json_array_foreach(evs, i, e) {
-			const char *h = json_string_value(json_object_get(e, "hook"));
-			const char *r = json_string_value(json_object_get(e, "reason"));
-
-			if (h && r && !strcmp(h, "task_alloc") && !strcmp(r, "process.cgroup_move.denied") &&
-			    json_integer_value(json_object_get(e, "tgid")) == a.pid &&
-			    ((unsigned long long)json_integer_value(json_object_get(json_object_get(e, "task"), "clone_flags")) &
-			     0x200000000ULL))
+		json_array_foreach(evs, i, e)
+			if (is_clone_denial(e, a.pid))
 				clone_seen = true;
-		}
 		ASSERT_TRUE(clone_seen, "the clone3 denial is in the stream, with CLONE_INTO_CGROUP in its clone flags");
 	}
 	json_decref(evs);

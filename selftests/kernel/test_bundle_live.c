@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "ktest.h"
+#include "test_bg.h"
 
 struct live {
 	struct ktest_dirs d;
@@ -50,17 +51,36 @@ static bool ask(struct ktest_proc *p, const char *path, char *out, size_t len)
 	return write(p->in, cmd, strlen(cmd)) == (ssize_t)strlen(cmd) && ktest_read_line(p->out, out, len, 20000);
 }
 
-/* Ask until the answer is `want` (the daemon applies asynchronously), up to 20 s. */
+/* Ask until the answer is `want` (the daemon applies asynchronously); a hang detector's 20 s (ktest_slack). */
 static bool ask_until(struct ktest_proc *p, const char *path, const char *want)
 {
+	long end = kt_ms() + ktest_slack(20000);
 	char line[128];
 
-	for (int i = 0; i < 200; i++) {
+	for (;;) {
 		if (!ask(p, path, line, sizeof(line)))
 			return false;
 		if (!strcmp(line, want))
 			return true;
+		if (kt_ms() >= end)
+			return false;
 		usleep(100000);
+	}
+}
+
+/* Read the daemon's stderr until a line holds one of the needles (b may be NULL); false on a hang detector's timeout. */
+static bool daemon_says(struct ktest_proc *daemon, const char *a, const char *b, int timeout_ms)
+{
+	long end = kt_ms() + ktest_slack(timeout_ms);
+	char line[2048];
+
+	while (kt_ms() < end) {
+		if (!ktest_read_line(daemon->err, line, sizeof(line), 1000)) {
+			usleep(100000); /* nothing yet (or the daemon is gone: the assertions that follow say so) */
+			continue;
+		}
+		if (strstr(line, a) || (b && strstr(line, b)))
+			return true;
 	}
 	return false;
 }
@@ -131,11 +151,14 @@ KTEST(bundle_live_update_narrows_and_rollback_is_refused)
 	ASSERT_TRUE(ask_until(&run, f_sub, "EACCES"), "the run's next open under v2 is denied");
 	/* a rolled-back v1 dropped into the directory: refused, v2 stays */
 	{
-		char cmd[1200], v1copy[500];
+		char cmd[1200], v1copy[500], refused[600];
 		snprintf(v1copy, sizeof(v1copy), "%s/v1-again.dsse.json", L.dir);
 		snprintf(cmd, sizeof(cmd), "cp %s %s.part && mv %s.part %s", b1, v1copy, v1copy, v1copy);
 		ASSERT_EQ(system(cmd), 0, "drop v1 into the directory");
-		sleep(2);
+		/* until the daemon has decided on the file: its refusal (or, wrongly, the run swapped back to v1) */
+		snprintf(refused, sizeof(refused), "bundles: refusing %s: ", v1copy);
+		if (!daemon_says(&daemon, refused, " v2 -> v1", 30000))
+			ktest_log("the daemon said nothing about %s", v1copy);
 		for (int i = 0; i < 5; i++)
 			if (ASSERT_TRUE(ask(&run, f_sub, line, sizeof(line)), "ask"))
 				ASSERT_STREQ(line, "EACCES", "v2 stays in force");

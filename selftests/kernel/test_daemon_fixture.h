@@ -315,4 +315,25 @@ static inline json_t *df_events(const char *run_id)
 	return arr;
 }
 
+/*
+ * df_events(run_id) again and again until seen(events, arg) says what the
+ * test waits for is there (the daemon publishes from its loop, some records
+ * only once a window is over), or a hang detector's timeout passes
+ * (ktest_slack). Returns the last array, for the test's assertions.
+ */
+static inline json_t *df_events_until(const char *run_id, bool (*seen)(json_t *evs, void *arg), void *arg,
+				      int timeout_ms)
+{
+	long end = kt_ms() + ktest_slack(timeout_ms);
+	json_t *evs;
+
+	for (;;) {
+		evs = df_events(run_id);
+		if (seen(evs, arg) || kt_ms() >= end)
+			return evs;
+		json_decref(evs);
+		usleep(200000);
+	}
+}
+
 #endif

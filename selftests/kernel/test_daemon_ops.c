@@ -171,8 +171,29 @@ KTEST(daemon_stream_sink_never_blocks_and_file_rotates)
 	}
 	ASSERT_EQ(r.code, 0, "the run ends normally: enforcement never waits for a sink");
 	ASSERT_CONTAINS(r.out, "denied 20000 ok 0", "every open denied");
-	usleep(2000000); /* the daemon drains the ring buffer */
-	st = df_call(json_pack("{s:s}", "cmd", "status"));
+	/*
+	 * the daemon drains the ring buffer: until its stream has taken every one
+	 * of the 20000 denials (a record, or one the full ring buffer lost and
+	 * the stream reported), or a hang detector's timeout
+	 */
+	{
+		long end = kt_ms() + ktest_slack(60000);
+
+		for (;;) {
+			json_t *s;
+
+			st = df_call(json_pack("{s:s}", "cmd", "status"));
+			s = json_object_get(st, "stream");
+			if (!st || json_integer_value(json_object_get(s, "records")) +
+						   json_integer_value(json_object_get(s, "dropped")) +
+						   json_integer_value(json_object_get(s, "bad")) >=
+					   20000 ||
+			    kt_ms() >= end)
+				break;
+			json_decref(st);
+			usleep(200000);
+		}
+	}
 	if (ASSERT_TRUE(st != NULL, "the daemon answers with its stdout full")) {
 		json_t *s = json_object_get(st, "stream");
 

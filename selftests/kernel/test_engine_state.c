@@ -1,9 +1,50 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The pinned engine's own state: interrupted loads, concurrent users. Natively and in the guest. */
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "ktest.h"
+
+/*
+ * Whether pid holds the engine open: every user holds /run/custode/engine.users
+ * shared (flock), listed in /proc/locks as "N: FLOCK ADVISORY READ PID MAJ:MIN:INO ...".
+ */
+static bool holds_engine(int pid)
+{
+	struct stat st;
+	char line[256], want[64];
+	bool held = false;
+	FILE *f;
+
+	if (stat("/run/custode/engine.users", &st) < 0 || !(f = fopen("/proc/locks", "r")))
+		return false;
+	snprintf(want, sizeof(want), " %d %02x:%02x:%lu ", pid, major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino);
+	while (!held && fgets(line, sizeof(line), f))
+		held = strstr(line, " FLOCK ") && strstr(line, " READ ") && !strstr(line, "->") && strstr(line, want);
+	fclose(f);
+	return held;
+}
+
+/* Wait until pid holds the engine open; false on a hang detector's timeout (ktest_slack). */
+static bool wait_holds_engine(int pid, int timeout_ms)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (holds_engine(pid))
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ktest_slack(timeout_ms))
+			return false;
+		usleep(20000);
+	}
+}
 
 /* A load interrupted after pinning programs but before meta: the next run clears the leftovers. */
 KTEST(engine_recovers_from_interrupted_load)
@@ -40,7 +81,9 @@ KTEST(engine_unload_refused_while_in_use)
 		return;
 	/* a reader holding the engine open */
 	if (ASSERT_EQ(ktest_spawn(follow, -1, &p), 0, "events --follow")) {
-		usleep(300000);
+		/* until it has the engine open */
+		if (!wait_holds_engine(p.pid, 30000))
+			ktest_log("events --follow (pid %d) does not hold the engine open", p.pid);
 		ktest_run(unload, -1, 30000, &r);
 		ASSERT_EQ(r.code, 1, "unload refused while a reader has it open");
 		ASSERT_CONTAINS(r.err, "engine.mismatch", "reason");

@@ -40,6 +40,21 @@ static void tally(json_t *evs, const char *run_id, const char *path, struct tall
 	}
 }
 
+/* The stream accounts for all `want` denials of the run (records + throttled + dropped). */
+struct accounted {
+	const char *run_id, *path;
+	long long want;
+};
+
+static bool accounted(json_t *evs, void *arg)
+{
+	const struct accounted *w = arg;
+	struct tally t;
+
+	tally(evs, w->run_id, w->path, &t);
+	return t.decisions + t.throttled + t.dropped >= w->want;
+}
+
 /* The run's id and its exact file.read.denied count, from its receipt. */
 static bool receipt(const char *path, char *run_id, long long *denied, long long *total)
 {
@@ -130,9 +145,16 @@ KTEST(events_flood_throttled_exact_counts)
 	ASSERT_EQ(denied, FLOOD, "the counter is exact");
 	ASSERT_EQ(total, FLOOD, "and there is nothing else");
 
-	/* the last window's suppressed denials are summarised once it is over */
-	usleep(12500000);
-	evs = df_events(NULL);
+	/*
+	 * the last window's suppressed denials are summarised once it is over
+	 * (10 s after it began): until the stream accounts for every denial, or a
+	 * hang detector's timeout
+	 */
+	{
+		struct accounted w = {rid, NULL, FLOOD};
+
+		evs = df_events_until(NULL, accounted, &w, 30000);
+	}
 	tally(evs, rid, NULL, &t);
 	json_decref(evs);
 	ktest_log("stream: %lld records, %lld throttle records covering %lld, %lld dropped", t.decisions,
@@ -180,11 +202,18 @@ KTEST(events_drops_counted_per_cpu)
 	if (!ASSERT_TRUE(receipt(rpath, rid, &denied, &total), "receipt"))
 		goto out;
 	ASSERT_EQ(denied, 60000, "the counter is exact despite the drops");
-	usleep(3000000); /* the daemon catches up and reports the drops */
+	/*
+	 * the daemon catches up and reports the drops: until the stream accounts
+	 * for all 60000 denials (kept + the dropped record), or a hang detector's timeout
+	 */
+	{
+		struct accounted w = {rid, f.d.outside, 60000};
+
+		evs = df_events_until(NULL, accounted, &w, 30000);
+	}
 	st = df_call(json_pack("{s:s}", "cmd", "status"));
 	after = json_integer_value(json_object_get(json_object_get(st, "engine"), "events_dropped"));
 	json_decref(st);
-	evs = df_events(NULL);
 	tally(evs, rid, f.d.outside, &t);
 	json_array_foreach(evs, i, e)
 		if (!strcmp(json_string_value(json_object_get(e, "type")), "dropped")) {

@@ -81,6 +81,34 @@ static int malformed_lines(char *text)
 	return bad;
 }
 
+/* A sample and the value a test waits for. */
+struct want {
+	const char *sample;
+	double value;
+};
+
+/*
+ * GET /metrics until every sample has its value (the daemon reads the
+ * engine's counters every 2 s), or a hang detector's timeout (ktest_slack).
+ */
+static bool metrics_until(char *text, size_t len, const struct want *w, size_t n, int timeout_ms)
+{
+	long end = kt_ms() + ktest_slack(timeout_ms);
+
+	for (;;) {
+		size_t ok = 0;
+
+		if (http_get("/metrics", text, len))
+			while (ok < n && sample(text, w[ok].sample) == w[ok].value)
+				ok++;
+		if (ok == n)
+			return true;
+		if (kt_ms() >= end)
+			return false;
+		usleep(200000);
+	}
+}
+
 static bool sign_policy(struct dfix *f, const char *name, int version, bool limits, const char *out)
 {
 	return df_sign(f, "key", df_read_policy(name, version, limits ? ",\"limits\":{\"pids\":64,\"required\":[\"pids\"]}" : ""),
@@ -173,13 +201,41 @@ KTEST(metrics_endpoint_and_textfile)
 			ktest_read_line(run.out, line, sizeof(line), 30000);
 			df_ask(&run, "open %s", f.d.outside);
 			df_ask(&run, "open %s", f.d.outside);
-			usleep(2500000); /* seen by a snapshot while alive */
+			/* seen by a snapshot while alive: its 2 denials in the metrics */
+			{
+				const struct want w[] = {
+					{"custode_denials_total{policy=\"builtin/read\",reason=\"file.read.denied\"}", 2},
+					{"custode_runs_active{kind=\"launched\"}", 1},
+				};
+
+				if (!metrics_until(text, 1 << 20, w, 2, 30000))
+					ktest_log("no snapshot saw the launched run alive with its denials");
+			}
 			ktest_close_stdin(&run);
 			ASSERT_EQ(ktest_wait(&run, 30000), 0, "the run ends");
 			ktest_proc_close(&run);
 		}
 	}
-	usleep(2500000);
+	/*
+	 * until a snapshot has seen the launched run gone (its counts retired into
+	 * the totals) and the attached run's 3 denials, and the bundle watcher has
+	 * accepted the policy no run uses; or a hang detector's timeout
+	 */
+	{
+		char attached[256], unattached[256];
+		const struct want w[] = {
+			{attached, 3},
+			{"custode_denials_total{policy=\"builtin/read\",reason=\"file.read.denied\"}", 2},
+			{"custode_runs_active{kind=\"attached\"}", 1},
+			{"custode_runs_active{kind=\"launched\"}", 0},
+			{unattached, 5},
+		};
+
+		snprintf(attached, sizeof(attached), "custode_denials_total{policy=\"%s\",reason=\"file.read.denied\"}", name);
+		snprintf(unattached, sizeof(unattached), "custode_policy_bundle_version{policy=\"%s-unattached\"}", name);
+		if (!metrics_until(text, 1 << 20, w, sizeof(w) / sizeof(w[0]), 30000))
+			ktest_log("the metrics did not settle");
+	}
 	if (!ASSERT_TRUE(http_get("/metrics", text, 1 << 20), "GET /metrics"))
 		goto out;
 	ASSERT_CONTAINS(text, "HTTP/1.0 200 OK", "200");
@@ -208,7 +264,7 @@ KTEST(metrics_endpoint_and_textfile)
 	ASSERT_TRUE(http_get("/other", text, 1 << 20), "GET /other");
 	ASSERT_CONTAINS(text, "404", "not found");
 	/* the textfile (rewritten every 15 s, and at start): the same families */
-	usleep(200000);
+	kt_wait_for(prom, "# TYPE custode_denials_total counter", 0, 10000);
 	ASSERT_CONTAINS(kt_slurp(prom), "# TYPE custode_denials_total counter", "textfile written");
 	{
 		char *argv[] = {(char *)ktest_custode(), "runs", NULL};
