@@ -183,7 +183,7 @@ KTEST(bundle_live_flip_loop_never_mixes)
 	char b1[500], line[1024], ok[500], secret[500], x[500], path[500];
 	long ok_ok = -1, ok_denied = -1, secret_ok = -1, secret_denied = -1, x_ok = -1, x_denied = -1, a, d;
 	char *argv[] = {(char *)ktest_custode(), "run", "--bundle", b1, "--trust", NULL, "--workspace", NULL, "--",
-			(char *)ktest_tprobe(), "spin", "12", ok, secret, x, NULL};
+			(char *)ktest_tprobe(), "spin", "0", ok, secret, x, NULL};
 
 	if (!setup(&L, &daemon))
 		return;
@@ -198,14 +198,22 @@ KTEST(bundle_live_flip_loop_never_mixes)
 	if (!ASSERT_EQ(ktest_spawn(argv, -1, &run), 0, "run") ||
 	    !ASSERT_TRUE(ktest_read_line(run.out, line, sizeof(line), 60000), "ready"))
 		goto out;
-	/* versions 2..21 alternate x; ok and secret are the same in every version */
+	/*
+	 * versions 2..21 alternate x; ok and secret are the same in every
+	 * version. Each is in force in the run (the daemon says so) before the
+	 * next is written, so none is skipped however slow the machine; the
+	 * spinner opens all the while, until its stdin closes.
+	 */
 	for (int v = 2; v <= 21; v++) {
-		char b[500];
+		char b[500], swapped[32];
 
 		snprintf(b, sizeof(b), "%s/p.dsse.json", L.dir);
-		ASSERT_TRUE(sign_version(&L, v, v % 2, true, b), "sign");
-		usleep(250000);
+		snprintf(swapped, sizeof(swapped), " v%d -> v%d", v - 1, v);
+		if (!ASSERT_TRUE(sign_version(&L, v, v % 2, true, b), "sign") ||
+		    !ASSERT_TRUE(daemon_says(&daemon, swapped, NULL, 60000), swapped))
+			break;
 	}
+	ktest_close_stdin(&run);
 	for (int i = 0; i < 3 && ktest_read_line(run.out, line, sizeof(line), 60000); i++) {
 		if (sscanf(line, "%499s ok %ld denied %ld", path, &a, &d) != 3)
 			continue;

@@ -16,11 +16,13 @@
  *   tprobe recvfd-connect ADDR PORT   receive a socket over stdin (SCM_RIGHTS), connect it
  *   tprobe wait OP ...             print "ready PID", read a line, do OP, block until stdin closes
  *   tprobe repl                    print "ready PID", then run one "open PATH MODE" per input line
- *   tprobe spin SECONDS PATH...    open each PATH (read) in a tight loop; print "PATH ok N denied M" each
+ *   tprobe spin SECONDS PATH...    open each PATH (read) in a tight loop (SECONDS 0: until stdin closes); print "PATH ok N denied M" each
  * ADDR is an IPv4 or IPv6 literal; IPv6 sockets are used for IPv6 literals.
  * Exit: 0 ok, 1 the operation failed, 2 usage.
  */
 #include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +198,14 @@ static int repl(void)
 }
 
 /* As many opens as it can, for a while: catches windows a request/answer loop would miss. */
+static bool stdin_closed(void)
+{
+	struct pollfd p = {.fd = 0, .events = POLLIN};
+	char c;
+
+	return poll(&p, 1, 0) > 0 && read(0, &c, 1) <= 0;
+}
+
 static int spin(int seconds, int n, char **paths)
 {
 	long ok[8] = {0}, denied[8] = {0};
@@ -205,7 +215,8 @@ static int spin(int seconds, int n, char **paths)
 		return 2;
 	printf("ready %d\n", (int)getpid());
 	end = time(NULL) + seconds;
-	while (time(NULL) < end)
+	/* SECONDS 0: until stdin closes (the test says when it has seen what it waits for) */
+	while (seconds ? time(NULL) < end : !stdin_closed())
 		for (int k = 0; k < 1000; k++)
 			for (int i = 0; i < n; i++) {
 				int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
