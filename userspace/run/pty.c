@@ -320,7 +320,6 @@ static bool read_master(struct custode_pty *p)
 {
 	bool over = false;
 
-	p->master_idle = false;
 	while (p->master >= 0 && !p->master_eof) {
 		bool keep = p->out >= 0; /* a terminal that went away: keep counting, stop relaying */
 		char *dst = keep ? p->to_term + p->to_term_len : p->to_term;
@@ -333,10 +332,8 @@ static bool read_master(struct custode_pty *p)
 		n = read(p->master, dst, room);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno == EAGAIN) {
-			p->master_idle = true;
+		if (n < 0 && errno == EAGAIN)
 			break;
-		}
 		if (n <= 0) {
 			/* EIO: the run's last process closed its terminal (the kernel flushed what it wrote first) */
 			p->master_eof = true;
@@ -446,8 +443,15 @@ bool custode_pty_finish(struct custode_pty *p, int timeout_ms)
 
 		over |= read_master(p);
 		flush_to_term(p);
-		/* idle: a holder that escaped the run keeps the slave open; what it writes later is not ours to wait for */
-		if (!p->to_term_len && (p->master_eof || p->master_idle))
+		/*
+		 * Done at EOF: the run's last holder of the slave is gone, and the
+		 * kernel hands over everything it wrote before the EIO. "Nothing to
+		 * read yet" is not the end: what the run wrote last may still be on
+		 * its way to the master (the tty layer pushes it from a work queue),
+		 * and the run's last fds may be closing. A holder that escaped the run
+		 * and keeps the slave open costs the deadline, no more.
+		 */
+		if (!p->to_term_len && p->master_eof)
 			break;
 		left = deadline - mono_ms();
 		if (left <= 0)

@@ -36,7 +36,6 @@ struct custode_pty {
 	bool out_reopened; /* out is the launcher's own reopen, closed at the end */
 	bool reading;      /* in is relayed: the launcher is not in the terminal's background */
 	bool master_eof;   /* EIO: every slave fd of the run is closed */
-	bool master_idle;  /* the last read of the master found nothing */
 	bool raw;          /* the caller's terminal is in raw mode; saved is restored at the end */
 	struct termios saved;
 	int64_t cap;       /* output cap shared with the stdout/stderr pipes: -1 none */
