@@ -455,43 +455,71 @@ static __always_inline void cache_store(struct fs_cache_slot *c, __u64 run_cgid,
 }
 
 /*
- * POSIX message queues belong to the run that created them (recorded when
- * the queue's dentry is instantiated, in the creator's context): a run with
- * a process policy opens only its own, through mq_open (the internal mount,
- * otherwise a kernel object) or any mqueue mount (process.ipc.denied).
- * Launched runs also have an IPC namespace of their own.
+ * Objects that belong to the run that created them, recorded when their
+ * dentry is instantiated (in the creator's context) and gone with the inode:
+ * - POSIX message queues: a run with a process policy opens only its own,
+ *   through mq_open (the internal mount, otherwise a kernel object) or any
+ *   mqueue mount (process.ipc.denied). Launched runs also have an IPC
+ *   namespace of their own.
+ * - pty slaves (/dev/pts/N): the slave's inode is made when its master is
+ *   opened (/dev/ptmx), so a pty the run makes itself is recorded here. A
+ *   pty that is nobody's controlling terminal is the run's only if the run
+ *   made it (pty_foreign): a host pty of no session — a program that never
+ *   gave it a session, a login whose leader is gone — is not up for grabs.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_INODE_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, __u64); /* the creating run's cgroup id */
-} ipc_inode_owner SEC(".maps");
+} run_inode_owner SEC(".maps");
 
-/* Called for every dentry that gets its inode, host-wide: two loads and out, unless it's a queue made in a run. */
+/* Called for every dentry that gets its inode, host-wide: two loads and out, unless it's a queue or a pty made in a run. */
 CUSTODE_LSM_VOID(d_instantiate, custode_d_instantiate, struct dentry *dentry, struct inode *inode)
 {
-	__u64 run_cgid, *owner;
+	__u64 run_cgid, *owner, magic;
 
-	if (!inode || inode->i_sb->s_magic != MQUEUE_MAGIC)
+	if (!inode)
+		return 0;
+	magic = inode->i_sb->s_magic;
+	if (magic != MQUEUE_MAGIC && magic != CUSTODE_DEVPTS_SUPER_MAGIC)
 		return 0;
 	run_cgid = custode_current_run_cgid();
 	if (!run_cgid)
 		return 0;
-	owner = bpf_inode_storage_get(&ipc_inode_owner, inode, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	owner = bpf_inode_storage_get(&run_inode_owner, inode, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (owner)
 		*owner = run_cgid;
 	return 0;
 }
 
+static __always_inline bool made_by_run(struct inode *inode, __u64 run_cgid)
+{
+	__u64 *owner = bpf_inode_storage_get(&run_inode_owner, inode, 0, 0);
+
+	return owner && *owner == run_cgid;
+}
+
 static __always_inline bool mqueue_foreign(struct inode *inode, __u64 run_cgid)
 {
-	__u64 *owner;
-
 	if (!inode || inode->i_sb->s_magic != MQUEUE_MAGIC)
 		return false;
-	owner = bpf_inode_storage_get(&ipc_inode_owner, inode, 0, 0);
-	return !owner || *owner != run_cgid;
+	return !made_by_run(inode, run_cgid);
+}
+
+/*
+ * A pty slave the run may not open: one whose session (either end's) is led
+ * from outside the run, or one of no session that the run didn't make.
+ */
+static __always_inline bool pty_foreign(struct file *file, __u64 run_cgid)
+{
+	struct tty_struct *tty = custode_devpts_slave(file);
+
+	if (!tty)
+		return false;
+	if (custode_tty_has_session(tty) || custode_tty_has_session(BPF_CORE_READ(tty, link)))
+		return custode_tty_foreign(tty, run_cgid);
+	return !made_by_run(file->f_inode, run_cgid);
 }
 
 CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
@@ -544,7 +572,7 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 	 * terminals (consoles, serial lines: bpf/lib/tty.bpf.h).
 	 */
 	if (w.s && w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) &&
-	    (custode_tty_foreign(custode_devpts_slave(file), w.run_cgid) || custode_host_terminal(inode)))
+	    (pty_foreign(file, w.run_cgid) || custode_host_terminal(inode)))
 		return deny(&w, &a, CUSTODE_REASON_FILE_TTY_DENIED);
 	if (w.s && w.run && (w.run->flags & CUSTODE_RUN_PROCESS) && !(w.run->flags & CUSTODE_RUN_CANCELLED) &&
 	    mqueue_foreign(inode, w.run_cgid))

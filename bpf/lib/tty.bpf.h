@@ -2,9 +2,10 @@
 /*
  * Terminals and runs. A terminal belongs to the session whose controlling
  * terminal it is (tty->ctrl.session); a run may use its own terminals (the
- * pty custode's launcher gives it, ptys it makes itself) and terminals of no
- * session, never one whose session is led by a process outside the run —
- * another login's /dev/pts/N, the shell that started custode. Probe reads
+ * pty custode's launcher gives it, ptys it makes itself), never one whose
+ * session is led by a process outside the run — another login's /dev/pts/N,
+ * the shell that started custode — nor a host pty of no session (file.bpf.c
+ * pty_foreign: who made a pty is recorded when its slave is created). Probe reads
  * throughout: these are rare paths (pty opens, tty ioctls).
  */
 #ifndef CUSTODE_TTY_BPF_H
@@ -81,6 +82,12 @@ static __always_inline struct tty_struct *custode_file_tty(struct file *file)
 		return NULL;
 	priv = (struct tty_file_private *)BPF_CORE_READ(file, private_data);
 	return priv ? BPF_CORE_READ(priv, tty) : NULL;
+}
+
+/* Is tty (NULL: no) the controlling terminal of a session? */
+static __always_inline bool custode_tty_has_session(struct tty_struct *tty)
+{
+	return tty && BPF_CORE_READ(tty, ctrl.session);
 }
 
 /*

@@ -581,7 +581,8 @@ out:
  * run, its slave owned by the run's uid with mode 0620. Outside any run that
  * uid opens it (reads what is typed there, writes a fake prompt); inside a
  * run the open is refused whatever the mode (file.tty.denied), also for a
- * root process moved into a run. A pty of no session stays usable.
+ * root process moved into a run; so is a host pty of no session. A pty the
+ * run makes itself stays usable.
  */
 KTEST(tty_foreign_pts_denied)
 {
@@ -626,10 +627,28 @@ KTEST(tty_foreign_pts_denied)
 	ev = ktest_events();
 	ASSERT_TRUE(ktest_find_event(ev, "file_open", "file.tty.denied", t.path) != NULL, "event: file.tty.denied");
 	json_decref(ev);
-	/* ordinary: a pty of no session is the run's to use */
-	ktest_run(pu_argv(ARGS("--profile", "read", "--workspace", d.ws), ARGS(ktest_tprobe(), "open", fresh.path, "r")), -1,
-		  120000, &r);
-	ASSERT_STREQ(r.out, "ok\n", "a run opens a pty of no session");
+	/*
+	 * A host pty of no session (made by a program that never gave it one,
+	 * or a login whose leader is gone): not the run's either. Control: the
+	 * same uid outside any run opens it.
+	 */
+	{
+		char *rd[] = {(char *)ktest_tprobe(), "open", fresh.path, "rw", NULL};
+
+		ktest_run(rd, NOBODY, 30000, &r);
+		ASSERT_STREQ(r.out, "ok\n", "control: the same uid opens a host pty of no session");
+	}
+	/* a policy with no file section: what refuses is the terminal rule every run has, not a path rule */
+	ktest_events();
+	ktest_run(pu_argv(ARGS("--policy", pol), ARGS(ktest_tprobe(), "open", fresh.path, "r")), -1, 120000, &r);
+	ASSERT_STREQ(r.out, "EACCES\n", "a run opens a host pty of no session");
+	ev = ktest_events();
+	ASSERT_TRUE(ktest_find_event(ev, "file_open", "file.tty.denied", fresh.path) != NULL,
+		    "event: file.tty.denied (no session)");
+	json_decref(ev);
+	/* ordinary: a pty the run makes itself is its own, by its /dev/pts/N name too */
+	ktest_run(pu_argv(ARGS("--policy", pol), ARGS(ktest_helper("ttyprobe"), "ownpty")), -1, 120000, &r);
+	ASSERT_STREQ(r.out, "ok\n", "a run makes a pty and opens its slave by name");
 
 	/* a root process moved into a run */
 	if (ASSERT_TRUE(pu_run_target(pol, &tg, &pid, &addr), "a run to move into")) {
@@ -638,8 +657,10 @@ KTEST(tty_foreign_pts_denied)
 		ev = ktest_events();
 		ASSERT_TRUE(ktest_find_event(ev, "file_open", "file.tty.denied", t.path) != NULL, "event (attached)");
 		json_decref(ev);
-		ASSERT_STREQ(pu_moved_in(ktest_tprobe(), pid, ARGS("open", fresh.path, "rw")), "ok",
-			     "root attached to a run opens a pty of no session");
+		ASSERT_STREQ(pu_moved_in(ktest_tprobe(), pid, ARGS("open", fresh.path, "rw")), "EACCES",
+			     "root attached to a run opens a host pty of no session");
+		ASSERT_STREQ(pu_moved_in(ktest_helper("ttyprobe"), pid, ARGS("ownpty")), "ok",
+			     "root attached to a run makes a pty and opens its slave by name");
 		ASSERT_STREQ(pu_moved_in(ktest_tprobe(), pid, ARGS("open", "/dev/ptmx", "rw")), "ok", "/dev/ptmx in the run");
 		ASSERT_EQ(pu_stop(&tg), 0, "the run ends");
 	}

@@ -22,6 +22,10 @@
  *       group ("kill-parent-group"), SIGTSTP to its own group
  *       ("kill-own-group"); then print "waiting" and sleep forever.
  *   ttyprobe ctty      "ctty ok" when /dev/tty opens (a controlling terminal), else "ctty ERRNO"
+ *   ttyprobe [wait] ownpty
+ *       make a pty of its own (posix_openpt, grantpt, unlockpt), open its
+ *       slave by name (/dev/pts/N) and pass a line through it: "ok", or
+ *       "STEP:ERRNO". With wait: print "ready PID", read a line first.
  * Exit: 0 (the outcomes are on stdout), 2 usage.
  */
 #include <errno.h>
@@ -148,6 +152,32 @@ static int tstp(void)
 	return 0;
 }
 
+static int ownpty(bool wait)
+{
+	char name[64], line[64], got[16];
+	int m, sl;
+
+	if (wait) {
+		printf("ready %d\n", (int)getpid());
+		if (!fgets(line, sizeof(line), stdin))
+			return 2;
+	}
+	m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0)
+		return printf("ptmx:%s\n", errname(errno)), 0;
+	if (grantpt(m) || unlockpt(m) || ptsname_r(m, name, sizeof(name)))
+		return printf("unlock:%s\n", errname(errno)), 0;
+	sl = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (sl < 0)
+		return printf("open:%s\n", errname(errno)), 0;
+	if (write(m, "hi\n", 3) != 3)
+		return printf("write:%s\n", errname(errno)), 0;
+	if (read(sl, got, sizeof(got)) < 2 || strncmp(got, "hi", 2))
+		return printf("read:%s\n", errname(errno)), 0;
+	printf("ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -161,12 +191,16 @@ int main(int argc, char **argv)
 		return tiocsti(argc - 3, argv + 3, true, false);
 	if (!strcmp(argv[1], "tstp"))
 		return tstp();
+	if (!strcmp(argv[1], "ownpty"))
+		return ownpty(false);
+	if (argc >= 3 && !strcmp(argv[1], "wait") && !strcmp(argv[2], "ownpty"))
+		return ownpty(true);
 	if (!strcmp(argv[1], "ctty")) {
 		int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 
 		printf("ctty %s\n", fd >= 0 ? "ok" : errname(errno));
 		return 0;
 	}
-	fprintf(stderr, "usage: ttyprobe tiocsti TEXT TARGET... | wait tiocsti TEXT TARGET... | tstp | ctty\n");
+	fprintf(stderr, "usage: ttyprobe tiocsti TEXT TARGET... | wait tiocsti TEXT TARGET... | tstp | ctty | [wait] ownpty\n");
 	return 2;
 }
