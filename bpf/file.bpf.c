@@ -989,6 +989,15 @@ static __always_inline int unix_peer(__u16 hook, struct sock *other)
 	d = BPF_CORE_READ(u, path.dentry);
 	ask_inode_probe(&a, d ? BPF_CORE_READ(d, d_inode) : NULL);
 	a.len = w.s && d ? custode_path_build(&w.s->pb, BPF_CORE_READ(u, path.mnt), d, NULL) : -ENOENT;
+	/*
+	 * An abstract socket (no path: nothing a file rule could name) is host
+	 * IPC like SysV objects: refused to every live run whatever its policy
+	 * unless it is the run's own — X11's @/tmp/.X11-unix/X0 takes keystrokes,
+	 * a session bus takes method calls. Unnamed (socketpair) peers are fine.
+	 */
+	if (!d && w.s && w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) && BPF_CORE_READ(u, addr) &&
+	    !sock_in_run(&w, other))
+		return deny(&w, &a, CUSTODE_REASON_UNIX_ABSTRACT_DENIED);
 	if (!run_gate(&w, &a, &r))
 		return r;
 	if (d) {
@@ -999,13 +1008,8 @@ static __always_inline int unix_peer(__u16 hook, struct sock *other)
 		allow = rules_allow(&w, a.len, NULL);
 		if (!(allow & CUSTODE_ACCESS_WRITE))
 			return deny(&w, &a, CUSTODE_REASON_UNIX_CONNECT_DENIED);
-		return 0;
 	}
-	if (!BPF_CORE_READ(u, addr))
-		return 0; /* unnamed */
-	if (sock_in_run(&w, other))
-		return 0;
-	return deny(&w, &a, CUSTODE_REASON_UNIX_ABSTRACT_DENIED);
+	return 0; /* abstract: the run's own (above); unnamed */
 }
 
 CUSTODE_LSM(unix_stream_connect, custode_unix_stream_connect, struct sock *sock, struct sock *other, struct sock *newsk, int ret)
