@@ -431,14 +431,17 @@ CUSTODE_LSM(kernel_load_data, custode_proc_kernel_load_data, enum kernel_load_da
  * CAP_SYSLOG (kernel addresses, the kernel log), and CAP_DAC_READ_SEARCH
  * (open_by_handle_at reaches any file by inode number, past every path
  * rule; ordinary root reads fall back to CAP_DAC_OVERRIDE, so that one is
- * refused without a record). Probes the kernel marks CAP_OPT_NOAUDIT (ps,
- * %pK in /proc files) are refused unrecorded too.
+ * refused without a record), and CAP_NET_ADMIN (routes, addresses, links and
+ * firewall of the host's network: a "local" route for a granted address
+ * turns it into a host service the egress policy refuses as loopback).
+ * Probes the kernel marks CAP_OPT_NOAUDIT (ps, %pK in /proc files) are
+ * refused unrecorded too.
  */
 #define CUSTODE_CAP_DAC_READ_SEARCH 2
 #define CUSTODE_CAP_OPT_NOAUDIT 2 /* 1 << 1 */
 #define CUSTODE_RUN_CAPS_DENIED                                                                              \
-	((1ULL << 2) | (1ULL << 16) | (1ULL << 17) | (1ULL << 20) | (1ULL << 22) | (1ULL << 25) | (1ULL << 30) | \
-	 (1ULL << 32) | (1ULL << 33) | (1ULL << 34))
+	((1ULL << 2) | (1ULL << 12) | (1ULL << 16) | (1ULL << 17) | (1ULL << 20) | (1ULL << 22) | (1ULL << 25) | \
+	 (1ULL << 30) | (1ULL << 32) | (1ULL << 33) | (1ULL << 34))
 
 CUSTODE_LSM(capable, custode_proc_capable, const struct cred *cred, struct user_namespace *ns, int cap,
 	    unsigned int opts, int ret)
