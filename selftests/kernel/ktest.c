@@ -689,7 +689,8 @@ int main(int argc, char **argv)
 	snprintf(custode_path, sizeof(custode_path), "%s/../custode", dir);
 	if (getenv("CUSTODE_BIN"))
 		snprintf(custode_path, sizeof(custode_path), "%s", getenv("CUSTODE_BIN"));
-	install_helpers(dir);
+	if (!list)
+		install_helpers(dir);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	printf("TAP version 13\n");

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Ways out of a run that a hunt beyond the issue's examples found (issue 13
+ * classes: host IPC, attached root), each with a control that works outside
+ * any run, then refused inside with its reason:
+ * - a host daemon's abstract unix socket (unix.abstract.denied, every live
+ *   run whatever its policy);
+ * - attached root reconfiguring the host's network (CAP_NET_ADMIN refused
+ *   to every live run: process.kernel.denied).
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <dirent.h>
+
+#include "ipcutil.h"
+
+#define PROC_NONE POLICY("hunt-proc", "{\"process\":{}}")
+
+/* Every event of process tgid (0: all), logged */
+static void log_events(int tgid)
+{
+	json_t *ev = ktest_events(), *e;
+	size_t i;
+
+	json_array_foreach(ev, i, e) {
+		if (tgid && json_integer_value(json_object_get(e, "tgid")) != tgid)
+			continue;
+		ktest_log("  event: hook %s reason %s", json_string_value(json_object_get(e, "hook")),
+			  json_string_value(json_object_get(e, "reason")));
+	}
+	json_decref(ev);
+}
+
+/* huntprobe ARGS as uid (-1 root), outside any run: first line */
+static const char *hp_host(struct ktest_result *r, int uid, const char *const *args)
+{
+	const char *cmd[24];
+	int n = 0;
+
+	cmd[n++] = ktest_helper("huntprobe");
+	for (; *args && n < 23; args++)
+		cmd[n++] = *args;
+	cmd[n] = NULL;
+	ktest_run((char *const *)cmd, uid, 60000, r);
+	return ip_out(r);
+}
+
+static const char *hp_run(struct ktest_result *r, const char *const *run_args, const char *const *args)
+{
+	const char *cmd[24];
+	int n = 0;
+
+	cmd[n++] = ktest_helper("huntprobe");
+	for (; *args && n < 23; args++)
+		cmd[n++] = *args;
+	cmd[n] = NULL;
+	ktest_run(pu_argv(run_args, cmd), -1, 120000, r);
+	return ip_out(r);
+}
+
+/* "huntprobe serve" as uid, moved into run_pid's run (ip_ask/ip_serve_end work on it) */
+static bool hp_serve_in(struct ip_srv *s, int uid, int run_pid)
+{
+	char *argv[] = {(char *)ktest_helper("huntprobe"), "serve", NULL};
+	char line[64];
+
+	memset(s, 0, sizeof(*s));
+	if (ktest_spawn(argv, uid, &s->p) < 0)
+		return false;
+	s->up = true;
+	return ktest_read_line(s->p.out, line, sizeof(line), 30000) && sscanf(line, "ready %d", &s->pid) == 1 &&
+	       s->pid > 0 && pu_move_into_cgroup_of(s->pid, run_pid);
+}
+
+/*
+ * An abstract unix socket of a host daemon (same uid). The file class
+ * refuses abstract sockets not made in the run (unix.abstract.denied), but
+ * only for runs with a file section: a run with only a process section (the
+ * host IPC class) or net-only reaches it.
+ */
+KTEST(hunt_abstract_unix_host_listener)
+{
+	static struct ktest_result r;
+	char *argv[] = {(char *)ktest_helper("huntprobe"), "abstract-serve", NULL, NULL};
+	char name[64], line[160];
+	struct ktest_proc srv;
+	struct ktest_dirs d;
+	const char *pol, *got;
+
+	ktest_need_lsm();
+	if (!ASSERT_TRUE(ktest_make_dirs(&d), "dirs"))
+		return;
+	pol = pu_policy(d.root, "proc", PROC_NONE);
+	ip_warm(pol);
+	snprintf(name, sizeof(name), "hunt-daemon-%d", (int)getpid());
+	argv[2] = name;
+	if (!ASSERT_EQ(ktest_spawn(argv, NOBODY, &srv), 0, "host daemon") ||
+	    !ASSERT_TRUE(ktest_read_line(srv.out, line, sizeof(line), 30000) && !strncmp(line, "ready", 5), "ready"))
+		return;
+	ASSERT_STREQ(hp_host(&r, NOBODY, ARGS("abstract-send", name, "control")), "ok", "control: connect outside");
+	ASSERT_TRUE(ktest_read_line(srv.out, line, sizeof(line), 10000) && !strcmp(line, "got control"), "control: received");
+
+	got = hp_run(&r, ARGS("--profile", "read", "--workspace", d.ws), ARGS("abstract-send", name, "from-read"));
+	ktest_log("read profile: %s (%s)", got, strstr(r.err, "unix.abstract.denied") ? "unix.abstract.denied" : r.err);
+	ASSERT_TRUE(strcmp(got, "ok") != 0, "read profile: refused");
+
+	got = hp_run(&r, ARGS("--profile", "net-only"), ARGS("abstract-send", name, "from-net-only"));
+	ktest_log("net-only: %s", got);
+	if (!strcmp(got, "ok") && ktest_read_line(srv.out, line, sizeof(line), 10000))
+		ktest_log("host daemon: %s", line);
+	ASSERT_TRUE(strcmp(got, "ok") != 0, "net-only: a host daemon's abstract socket refused");
+	ASSERT_CONTAINS(r.err, "unix.abstract.denied=", "net-only: counted as unix.abstract.denied");
+
+	got = hp_run(&r, ARGS("--policy", pol), ARGS("abstract-send", name, "from-process-policy"));
+	ktest_log("{process:{}}: %s", got);
+	if (!strcmp(got, "ok") && ktest_read_line(srv.out, line, sizeof(line), 10000))
+		ktest_log("host daemon: %s", line);
+	ASSERT_TRUE(strcmp(got, "ok") != 0, "process policy: a host daemon's abstract socket refused");
+	ASSERT_CONTAINS(r.err, "unix.abstract.denied=", "process policy: counted as unix.abstract.denied");
+	ktest_close_stdin(&srv);
+	ktest_wait(&srv, 10000);
+	ktest_proc_close(&srv);
+}
+
+/*
+ * Root attached to a run with an egress policy keeps CAP_NET_ADMIN, and
+ * NETLINK_ROUTE stays allowed: it can reconfigure the host's network. A
+ * "local" route for a granted (ordinary) address makes connections to it
+ * land on the host's own listeners: the host-address class only knows
+ * addresses (RTM_NEWADDR), and 127.0.0.1 stays denied.
+ */
+KTEST(hunt_attached_root_local_route)
+{
+	static struct ktest_result r;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(8085)};
+	struct ip_target run = {0};
+	struct ip_srv root = {0};
+	struct ktest_dirs d;
+	const char *pol, *got;
+	int l, on = 1;
+
+	ktest_need_lsm();
+	if (!ASSERT_TRUE(ktest_make_dirs(&d), "dirs") || !ASSERT_TRUE(ktest_netns(), "network namespaces"))
+		return;
+	pol = pu_policy(d.root, "net",
+			POLICY("hunt-net", "{\"network\":{\"egress\":[{\"cidr\":\"203.0.113.0/24\",\"ports\":[8085]}]},"
+					   "\"process\":{}}"));
+	ip_warm(pol);
+	/* a local service of the host (near namespace) on every address, port 8085; far has none there */
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	if (!ASSERT_TRUE(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(l, 64) == 0, "local service"))
+		return;
+	/* control: root outside */
+	ASSERT_STREQ(hp_host(&r, -1, ARGS("connect", "127.0.0.1", "8085")), "ok", "control: the local service");
+	got = hp_host(&r, -1, ARGS("connect", "203.0.113.77", "8085"));
+	ASSERT_TRUE(strcmp(got, "ok") != 0, "control: 203.0.113.77 is no one");
+	ASSERT_STREQ(hp_host(&r, -1, ARGS("sh", "ip", "route", "add", "local", "203.0.113.77/32", "dev", "lo")), "ok",
+		     "control: a local route");
+	ASSERT_STREQ(hp_host(&r, -1, ARGS("connect", "203.0.113.77", "8085")), "ok", "control: it reaches the local service");
+	hp_host(&r, -1, ARGS("sh", "ip", "route", "del", "local", "203.0.113.77/32", "dev", "lo"));
+
+	/* launched: loopback denied, the route can't be added */
+	got = hp_run(&r, ARGS("--policy", pol), ARGS("connect", "127.0.0.1", "8085"));
+	ktest_log("launched: 127.0.0.1:8085 -> %s", got);
+	ASSERT_STREQ(got, "EPERM", "launched: loopback refused");
+	got = hp_run(&r, ARGS("--policy", pol), ARGS("sh", "ip", "route", "add", "local", "203.0.113.77/32", "dev", "lo"));
+	ktest_log("launched: ip route add local -> %s", got);
+	ASSERT_TRUE(strcmp(got, "ok") != 0, "launched: no route change");
+
+	if (!ASSERT_TRUE(ip_run_target(&run, ARGS("--policy", pol), ARGS("target")), "a run") ||
+	    !ASSERT_TRUE(hp_serve_in(&root, -1, run.pid), "root attached"))
+		goto out;
+	got = ip_ask(&root, "connect 127.0.0.1 8085");
+	ktest_log("attached root: 127.0.0.1:8085 -> %s", got);
+	ASSERT_STREQ(got, "EPERM", "attached root: loopback refused");
+	ktest_events();
+	got = ip_ask(&root, "sh ip route add local 203.0.113.77/32 dev lo");
+	ktest_log("attached root: ip route add local -> %s", got);
+	ASSERT_TRUE(strcmp(got, "ok") != 0, "attached root: route change refused");
+	{
+		json_t *ev = ktest_events();
+
+		ASSERT_TRUE(ktest_find_event(ev, "capable", "process.kernel.denied", NULL) != NULL,
+			    "event: capable process.kernel.denied (CAP_NET_ADMIN)");
+		json_decref(ev);
+	}
+	got = ip_ask(&root, "connect 203.0.113.77 8085");
+	ktest_log("attached root: 203.0.113.77:8085 (granted) -> %s", got);
+	ASSERT_TRUE(strcmp(got, "ok") != 0, "attached root: the host's local service not reached");
+	log_events(0);
+	got = hp_run(&r, ARGS("--policy", pol), ARGS("connect", "203.0.113.77", "8085"));
+	ktest_log("launched, after the attached root's route: 203.0.113.77:8085 -> %s", got);
+out:
+	hp_host(&r, -1, ARGS("sh", "ip", "route", "del", "local", "203.0.113.77/32", "dev", "lo"));
+	ip_serve_end(&root);
+	ip_target_stop(&run);
+	close(l);
+}
