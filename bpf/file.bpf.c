@@ -522,6 +522,43 @@ static __always_inline bool pty_foreign(struct file *file, __u64 run_cgid)
 	return !made_by_run(file->f_inode, run_cgid);
 }
 
+/*
+ * The kernel's own settings, which no run writes whatever its policy grants
+ * (file.kernel.denied): sysctls under /proc/sys and /proc's other
+ * system-wide entries (an entry of no process: sysrq-trigger signals every
+ * process past task_kill or reboots the host, core_pattern and modprobe name
+ * programs the kernel runs as root outside every run, irq affinities), and
+ * the filesystems whose files are kernel knobs. Only root (or a namespaced
+ * capability) can write most of them: attached root, runs launched by root.
+ */
+#define SYSFS_MAGIC 0x62656572
+#define SECURITYFS_MAGIC 0x73636673
+#define DEBUGFS_MAGIC 0x64626720
+#define TRACEFS_MAGIC 0x74726163
+#define CONFIGFS_MAGIC 0x62656570
+#define EFIVARFS_MAGIC 0xde5e81e4
+#define BINFMTFS_MAGIC 0x42494e4d
+#define PSTOREFS_MAGIC 0x6165676c
+#define FUSECTL_SUPER_MAGIC 0x65735543
+#define SELINUX_MAGIC 0xf97cff8c
+#define SMACK_MAGIC 0x43415d53
+
+static __always_inline bool kernel_knob(struct inode *inode)
+{
+	unsigned long magic, pi;
+
+	if (!inode)
+		return false;
+	magic = inode->i_sb->s_magic;
+	if (magic == PROC_SUPER_MAGIC) {
+		pi = (unsigned long)inode - bpf_core_field_offset(struct proc_inode, vfs_inode);
+		return !BPF_CORE_READ((struct proc_inode *)pi, pid);
+	}
+	return magic == SYSFS_MAGIC || magic == SECURITYFS_MAGIC || magic == DEBUGFS_MAGIC || magic == TRACEFS_MAGIC ||
+	       magic == CONFIGFS_MAGIC || magic == EFIVARFS_MAGIC || magic == BINFMTFS_MAGIC || magic == PSTOREFS_MAGIC ||
+	       magic == FUSECTL_SUPER_MAGIC || magic == SELINUX_MAGIC || magic == SMACK_MAGIC;
+}
+
 CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN};
@@ -541,6 +578,8 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 		return 0; /* outside every run: one helper call, no map lookup */
 	a.want = open_access(file);
 	inode = file->f_inode;
+	if ((a.want & CUSTODE_ACCESS_WRITE) && kernel_knob(inode))
+		return 0; /* custode_file_open_scope refuses it, to every run (one reason, whichever program runs first) */
 	mnt = (__u64)file->f_path.mnt;
 	/* a write on cgroupfs: decided in full every time, never by (nor into) the cache */
 	migrate = cgroupfs_write(inode, a.want);
@@ -605,6 +644,47 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 		if (slot)
 			cache_store(slot, run_cgid, mnt, &epoch, allow);
 	}
+	return 0;
+}
+
+/*
+ * What holds for every run whatever its policy (also runs without a file
+ * section), in a program of its own: file_open has no verifier headroom
+ * left on 6.1. Both programs run on every open; the first refusal wins, and
+ * the two never refuse the same open for different reasons: knob writes are
+ * left to this one, foreign /proc entries are file.proc.denied in both.
+ * - kernel knobs (kernel_knob): never written from a run, whatever its state;
+ * - /proc/PID files of a process outside the run are never written:
+ *   oom_score_adj (the kernel's OOM victim), autogroup (its CPU share),
+ *   coredump_filter, clear_refs, timerslack_ns, uid_map and the like act on
+ *   that process with no LSM hook of their own. Reading them (ps) is left to
+ *   the policy: a run with a file section reads none (custode_file_open).
+ * Reads and opens elsewhere cost two loads.
+ */
+CUSTODE_LSM_ALSO(file_open, custode_file_open_scope, struct file *file, int ret)
+{
+	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN};
+	struct inode *inode = file->f_inode;
+	struct who w;
+	int knob;
+
+	if (ret)
+		return ret;
+	a.want = open_access(file);
+	if (!(a.want & CUSTODE_ACCESS_WRITE) || !inode)
+		return 0;
+	knob = kernel_knob(inode);
+	if (!knob && inode->i_sb->s_magic != PROC_SUPER_MAGIC)
+		return 0;
+	if (!who_init(&w))
+		return 0;
+	ask_inode(&a, inode);
+	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
+	if (knob)
+		return deny(&w, &a, CUSTODE_REASON_FILE_KERNEL_DENIED);
+	/* an unregistered or cancelled run: custode_file_open refuses everything */
+	if (w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) && proc_foreign(&w, inode))
+		return deny(&w, &a, CUSTODE_REASON_FILE_PROC_DENIED);
 	return 0;
 }
 

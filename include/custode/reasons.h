@@ -56,7 +56,8 @@
 	X(NET_ROUTE_OPTION_DENIED, 41, "net.route_option.denied", "source routes and routing headers are refused in a run") \
 	X(NET_HOST_ADDRESS, 42, "net.host_address", "an address of this host, not granted as a literal") \
 	X(PROCESS_WX_DENIED, 43, "process.wx.denied", "writable or anonymous executable memory refused (process.wx: deny)") \
-	X(NET_INBOUND_DENIED, 44, "net.inbound.denied", "an inbound connection from a peer outside the run's grants")
+	X(NET_INBOUND_DENIED, 44, "net.inbound.denied", "an inbound connection from a peer outside the run's grants") \
+	X(FILE_KERNEL_DENIED, 45, "file.kernel.denied", "the kernel's settings (/proc/sys, sysrq-trigger, sysfs, debugfs, ...) are read-only in a run")
 
 #define CUSTODE_USER_REASONS(X)                                                       \
 	X(PRIVILEGE_REQUIRED, 100, "privilege.required", "custode needs root (CAP_BPF, CAP_SYS_ADMIN)") \

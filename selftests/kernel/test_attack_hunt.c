@@ -5,6 +5,10 @@
  * any run, then refused inside with its reason:
  * - a host daemon's abstract unix socket (unix.abstract.denied, every live
  *   run whatever its policy);
+ * - the kernel's knobs (core_pattern, sysrq-trigger, sysfs) from attached
+ *   root in a run without a file section (file.kernel.denied);
+ * - /proc/PID files of host processes that act on them (oom_score_adj,
+ *   coredump_filter, clear_refs, autogroup: file.proc.denied);
  * - attached root reconfiguring the host's network (CAP_NET_ADMIN refused
  *   to every live run: process.kernel.denied).
  */
@@ -198,4 +202,180 @@ out:
 	ip_serve_end(&root);
 	ip_target_stop(&run);
 	close(l);
+}
+
+/* The first line of a file ("" if unreadable) */
+static const char *first_line(const char *path)
+{
+	static char buf[512];
+	FILE *f = fopen(path, "r");
+
+	buf[0] = 0;
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = 0;
+	return buf;
+}
+
+/* Wait (hang detector: 60 s, stretched) until path has a first line */
+static const char *wait_line(const char *path)
+{
+	for (int i = 0; i < ktest_slack(60000) / 50; i++) {
+		if (*first_line(path))
+			return first_line(path);
+		usleep(50000);
+	}
+	return "";
+}
+
+static void restore_core_pattern(const char *saved)
+{
+	FILE *f = fopen("/proc/sys/kernel/core_pattern", "w");
+
+	if (f) {
+		fputs(saved, f);
+		fclose(f);
+	}
+}
+
+/*
+ * The kernel's knobs, from root attached to a run with no file section
+ * (only a process policy). Control: root outside makes core_pattern a pipe
+ * to a program of its own, and a crash runs it as root in the root cgroup,
+ * outside every run. Inside: core_pattern, sysrq-trigger and a sysfs
+ * attribute are not writable (file.kernel.denied, with its event); reading
+ * them still works.
+ */
+KTEST(hunt_kernel_knobs_attached_root)
+{
+	static struct ktest_result r;
+	static char saved[512], ctl[256], inrun[256];
+	struct ip_target run = {0};
+	struct ip_srv root = {0};
+	struct ktest_dirs d;
+	const char *pol, *got;
+	json_t *ev;
+
+	ktest_need_lsm();
+	if (!ASSERT_TRUE(ktest_make_dirs(&d), "dirs"))
+		return;
+	snprintf(saved, sizeof(saved), "%s", first_line("/proc/sys/kernel/core_pattern"));
+	snprintf(ctl, sizeof(ctl), "%s/core-control", d.root);
+	snprintf(inrun, sizeof(inrun), "%s/core-in-run", d.root);
+	pol = pu_policy(d.root, "proc", PROC_NONE);
+	ip_warm(pol);
+
+	/* control: the escape works outside any run */
+	ASSERT_STREQ(hp_host(&r, -1, ARGS("corepat", ctl)), "ok", "control: core_pattern set");
+	got = hp_host(&r, -1, ARGS("crash"));
+	ktest_log("control: crash -> %s", got);
+	got = wait_line(ctl);
+	ktest_log("control: core helper wrote \"%s\"", got);
+	ASSERT_TRUE(!strncmp(got, "uid=0 ", 6), "control: the kernel ran root's program");
+	restore_core_pattern(saved);
+	ASSERT_STREQ(hp_host(&r, -1, ARGS("openw", "/sys/class/net/lo/mtu", "65536")), "ok", "control: a sysfs attribute");
+
+	if (!ASSERT_TRUE(ip_run_target(&run, ARGS("--policy", pol), ARGS("target")), "a run") ||
+	    !ASSERT_TRUE(hp_serve_in(&root, -1, run.pid), "root attached"))
+		goto out;
+	ktest_events();
+	got = ip_ask(&root, "corepat %s", inrun);
+	ktest_log("attached root: core_pattern -> %s", got);
+	ASSERT_STREQ(got, "EACCES", "attached root: core_pattern refused");
+	ASSERT_STREQ(first_line("/proc/sys/kernel/core_pattern"), saved, "core_pattern unchanged");
+	got = ip_ask(&root, "openw /proc/sysrq-trigger x");
+	ASSERT_STREQ(got, "EACCES", "attached root: sysrq-trigger refused");
+	got = ip_ask(&root, "openw /sys/class/net/lo/mtu 65536");
+	ASSERT_STREQ(got, "EACCES", "attached root: a sysfs attribute refused");
+	ev = ktest_events();
+	ASSERT_TRUE(ktest_find_event(ev, "file_open", "file.kernel.denied", "/proc/sys/kernel/core_pattern") != NULL,
+		    "event: file_open file.kernel.denied /proc/sys/kernel/core_pattern");
+	ASSERT_TRUE(ktest_find_event(ev, "file_open", "file.kernel.denied", "/proc/sysrq-trigger") != NULL,
+		    "event: sysrq-trigger");
+	json_decref(ev);
+	/* reading stays */
+	got = ip_ask(&root, "openr /proc/sys/kernel/core_pattern");
+	ASSERT_TRUE(!strncmp(got, "ok ", 3), "attached root: core_pattern still readable");
+	got = ip_ask(&root, "crash");
+	ktest_log("attached root: crash -> %s", got);
+	ASSERT_TRUE(access(inrun, F_OK) != 0, "no program of the run's ran");
+out:
+	restore_core_pattern(saved);
+	ip_serve_end(&root);
+	ip_target_stop(&run);
+}
+
+/*
+ * /proc/PID files of a host process that act on it with no LSM hook of
+ * their own: oom_score_adj (raising it makes the process the OOM killer's
+ * victim, and its owner may), coredump_filter, clear_refs. (autogroup, its
+ * CPU share, is the same kind, but the guest's kernel refuses its writes.) Control: the same uid writes them outside any run. Inside a
+ * run with no file section (net-only; root attached to a process-only run):
+ * refused (file.proc.denied); the run's own /proc/self files stay writable.
+ */
+KTEST(hunt_host_proc_writes)
+{
+	static const char *const files[][2] = {
+		{"oom_score_adj", "500"}, {"coredump_filter", "0x33"}, {"clear_refs", "1"}};
+	static struct ktest_result r;
+	static char path[3][64];
+	char *argv[] = {(char *)ktest_helper("huntprobe"), "serve", NULL};
+	struct ip_target run = {0};
+	struct ip_srv root = {0};
+	struct ktest_proc host;
+	struct ktest_dirs d;
+	char line[64], oom[64];
+	const char *pol, *got;
+	int hpid = 0;
+	json_t *ev;
+
+	ktest_need_lsm();
+	if (!ASSERT_TRUE(ktest_make_dirs(&d), "dirs"))
+		return;
+	pol = pu_policy(d.root, "proc", PROC_NONE);
+	ip_warm(pol);
+	if (!ASSERT_EQ(ktest_spawn(argv, NOBODY, &host), 0, "a host process") ||
+	    !ASSERT_TRUE(ktest_read_line(host.out, line, sizeof(line), 30000) && sscanf(line, "ready %d", &hpid) == 1,
+			 "ready"))
+		return;
+	snprintf(oom, sizeof(oom), "/proc/%d/oom_score_adj", hpid);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path[i], sizeof(path[i]), "/proc/%d/%s", hpid, files[i][0]);
+		ASSERT_STREQ(hp_host(&r, NOBODY, ARGS("openw", path[i], files[i][1])), "ok", files[i][0]);
+	}
+	ASSERT_STREQ(first_line(oom), "500", "control: the host process's oom_score_adj raised");
+
+	for (int i = 0; i < 3; i++) {
+		got = hp_run(&r, ARGS("--profile", "net-only"), ARGS("openw", path[i], "1000"));
+		ktest_log("net-only: %s -> %s", files[i][0], got);
+		ASSERT_STREQ(got, "EACCES", files[i][0]);
+		ASSERT_CONTAINS(r.err, "file.proc.denied=", "net-only: counted as file.proc.denied");
+	}
+	ASSERT_STREQ(first_line(oom), "500", "net-only: oom_score_adj unchanged");
+	ASSERT_STREQ(hp_run(&r, ARGS("--profile", "net-only"), ARGS("openw", "/proc/self/oom_score_adj", "700")), "ok",
+		     "net-only: its own oom_score_adj");
+	got = hp_run(&r, ARGS("--profile", "net-only"), ARGS("openr", oom));
+	ASSERT_TRUE(!strncmp(got, "ok ", 3), "net-only: reading a host process's entry is left to the policy");
+
+	if (!ASSERT_TRUE(ip_run_target(&run, ARGS("--policy", pol), ARGS("target")), "a run") ||
+	    !ASSERT_TRUE(hp_serve_in(&root, -1, run.pid), "root attached"))
+		goto out;
+	ktest_events();
+	got = ip_ask(&root, "openw %s 1000", oom);
+	ktest_log("attached root: oom_score_adj -> %s", got);
+	ASSERT_STREQ(got, "EACCES", "attached root: refused");
+	ASSERT_STREQ(first_line(oom), "500", "attached root: oom_score_adj unchanged");
+	ev = ktest_events();
+	ASSERT_TRUE(ktest_find_event(ev, "file_open", "file.proc.denied", oom) != NULL, "event: file_open file.proc.denied");
+	json_decref(ev);
+	ASSERT_STREQ(ip_ask(&root, "openw /proc/self/oom_score_adj -100"), "ok", "attached root: its own oom_score_adj");
+out:
+	ip_serve_end(&root);
+	ip_target_stop(&run);
+	ktest_close_stdin(&host);
+	ktest_wait(&host, 10000);
+	ktest_proc_close(&host);
 }
