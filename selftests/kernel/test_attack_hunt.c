@@ -8,7 +8,7 @@
  * - the kernel's knobs (core_pattern, sysrq-trigger, sysfs) from attached
  *   root in a run without a file section (file.kernel.denied);
  * - /proc/PID files of host processes that act on them (oom_score_adj,
- *   coredump_filter, clear_refs, autogroup: file.proc.denied);
+ *   coredump_filter, clear_refs: file.proc.denied);
  * - attached root reconfiguring the host's network (CAP_NET_ADMIN refused
  *   to every live run: process.kernel.denied).
  */
