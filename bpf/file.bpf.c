@@ -559,6 +559,42 @@ static __always_inline bool kernel_knob(struct inode *inode)
 	       magic == FUSECTL_SUPER_MAGIC || magic == SELINUX_MAGIC || magic == SMACK_MAGIC;
 }
 
+/*
+ * What no run writes whatever its policy (also runs without a file section),
+ * decided before the policy: 0 allow, -EACCES deny, 1 = the policy decides.
+ * - kernel knobs (kernel_knob), in any run state: file.kernel.denied;
+ * - /proc/PID files of a process outside the run: oom_score_adj (the OOM
+ *   killer's next victim), coredump_filter, clear_refs, autogroup,
+ *   timerslack_ns, uid_map and the like act on that process with no LSM hook
+ *   of their own: file.proc.denied, as the policy says for runs with a file
+ *   section (which read none either). Reading is left to the policy.
+ * A subprogram, not inlined: file_open is at the edge of 6.1's verifier
+ * limit, and a call that returns only a number leaves its state as it was.
+ */
+static __noinline int open_write_scope(struct file *file, __u32 want)
+{
+	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN, .want = want};
+	struct inode *inode = file->f_inode;
+	struct who w;
+	int knob;
+
+	if (!inode)
+		return 1;
+	knob = kernel_knob(inode);
+	if (!knob && inode->i_sb->s_magic != PROC_SUPER_MAGIC)
+		return 1;
+	if (!who_init(&w))
+		return 1;
+	ask_inode(&a, inode);
+	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
+	if (knob)
+		return deny(&w, &a, CUSTODE_REASON_FILE_KERNEL_DENIED);
+	/* an unregistered or cancelled run: custode_file_open refuses everything */
+	if (w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) && proc_foreign(&w, inode))
+		return deny(&w, &a, CUSTODE_REASON_FILE_PROC_DENIED);
+	return 1;
+}
+
 CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN};
@@ -578,8 +614,11 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 		return 0; /* outside every run: one helper call, no map lookup */
 	a.want = open_access(file);
 	inode = file->f_inode;
-	if ((a.want & CUSTODE_ACCESS_WRITE) && kernel_knob(inode))
-		return 0; /* custode_file_open_scope refuses it, to every run (one reason, whichever program runs first) */
+	if (a.want & CUSTODE_ACCESS_WRITE) {
+		r = open_write_scope(file, a.want);
+		if (r != 1)
+			return r;
+	}
 	mnt = (__u64)file->f_path.mnt;
 	/* a write on cgroupfs: decided in full every time, never by (nor into) the cache */
 	migrate = cgroupfs_write(inode, a.want);
@@ -644,47 +683,6 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 		if (slot)
 			cache_store(slot, run_cgid, mnt, &epoch, allow);
 	}
-	return 0;
-}
-
-/*
- * What holds for every run whatever its policy (also runs without a file
- * section), in a program of its own: file_open has no verifier headroom
- * left on 6.1. Both programs run on every open; the first refusal wins, and
- * the two never refuse the same open for different reasons: knob writes are
- * left to this one, foreign /proc entries are file.proc.denied in both.
- * - kernel knobs (kernel_knob): never written from a run, whatever its state;
- * - /proc/PID files of a process outside the run are never written:
- *   oom_score_adj (the kernel's OOM victim), autogroup (its CPU share),
- *   coredump_filter, clear_refs, timerslack_ns, uid_map and the like act on
- *   that process with no LSM hook of their own. Reading them (ps) is left to
- *   the policy: a run with a file section reads none (custode_file_open).
- * Reads and opens elsewhere cost two loads.
- */
-CUSTODE_LSM_ALSO(file_open, custode_file_open_scope, struct file *file, int ret)
-{
-	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN};
-	struct inode *inode = file->f_inode;
-	struct who w;
-	int knob;
-
-	if (ret)
-		return ret;
-	a.want = open_access(file);
-	if (!(a.want & CUSTODE_ACCESS_WRITE) || !inode)
-		return 0;
-	knob = kernel_knob(inode);
-	if (!knob && inode->i_sb->s_magic != PROC_SUPER_MAGIC)
-		return 0;
-	if (!who_init(&w))
-		return 0;
-	ask_inode(&a, inode);
-	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
-	if (knob)
-		return deny(&w, &a, CUSTODE_REASON_FILE_KERNEL_DENIED);
-	/* an unregistered or cancelled run: custode_file_open refuses everything */
-	if (w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) && proc_foreign(&w, inode))
-		return deny(&w, &a, CUSTODE_REASON_FILE_PROC_DENIED);
 	return 0;
 }
 

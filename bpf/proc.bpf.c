@@ -410,6 +410,26 @@ CUSTODE_LSM(kernel_read_file, custode_proc_kernel_read_file, struct file *file, 
 	return run_denied(CUSTODE_HOOK_KERNEL_READ_FILE, CUSTODE_REASON_PROCESS_KERNEL_DENIED, (__u32)id, 0);
 }
 
+/*
+ * fanotify marks that reach past the run (they need CAP_SYS_ADMIN: attached
+ * root). A permission event (open, access, exec; pre-access on 6.14+) makes
+ * every host process that touches the marked object wait for the run's
+ * answer, which it never has to give; a mark on a whole mount or filesystem
+ * reports every host process's file activity. Refused like the other kernel
+ * surfaces (process.kernel.denied). Inode marks without permission events
+ * (inotify, dnotify, unprivileged fanotify) are left alone.
+ */
+#define CUSTODE_FS_PERM_EVENTS (0x00010000u | 0x00020000u | 0x00040000u | 0x00100000u)
+
+CUSTODE_LSM(path_notify, custode_proc_path_notify, const struct path *path, __u64 mask, unsigned int obj_type, int ret)
+{
+	if (ret)
+		return ret;
+	if (!(mask & CUSTODE_FS_PERM_EVENTS) && obj_type == FSNOTIFY_OBJ_TYPE_INODE)
+		return 0;
+	return run_denied(CUSTODE_HOOK_PATH_NOTIFY, CUSTODE_REASON_PROCESS_KERNEL_DENIED, obj_type, (__u32)mask);
+}
+
 /* init_module, kexec_load. */
 CUSTODE_LSM(kernel_load_data, custode_proc_kernel_load_data, enum kernel_load_data_id id, bool contents, int ret)
 {

@@ -42,13 +42,6 @@
  */
 #define CUSTODE_HOOK_OPTIONAL 0x10000u
 #define CUSTODE_LSM_OPTIONAL(hook, name, args...) CUSTODE_LSM_(hook, name, CUSTODE_HOOK_OPTIONAL, args)
-/*
- * A second program on a hook that already has one (not an alternative
- * prototype): both are loaded and both run, the first refusal wins. Needed
- * wherever the kernel has the hook.
- */
-#define CUSTODE_HOOK_ALSO 0x20000u
-#define CUSTODE_LSM_ALSO(hook, name, args...) CUSTODE_LSM_(hook, name, CUSTODE_HOOK_ALSO, args)
 /* A void hook (d_instantiate, *_free_security): no previous verdict follows the arguments. */
 #define CUSTODE_LSM_VOID(hook, name, args...)                                                              \
 	const volatile __u32 custode_hook_nargs__##name = ___bpf_narg(args);                              \

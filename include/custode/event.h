@@ -88,7 +88,8 @@
 	X(SETSOCKOPT, 73, "setsockopt") \
 	X(INET_CONN_REQUEST, 74, "inet_conn_request") \
 	X(TASK_SETPGID, 75, "task_setpgid") \
-	X(CAPABLE, 76, "capable")
+	X(CAPABLE, 76, "capable") \
+	X(PATH_NOTIFY, 77, "path_notify")
 
 enum custode_hook {
 #define CUSTODE_X_HOOK(sym, num, name) CUSTODE_HOOK_##sym = num,

@@ -9,6 +9,8 @@
  *   root in a run without a file section (file.kernel.denied);
  * - /proc/PID files of host processes that act on them (oom_score_adj,
  *   coredump_filter, clear_refs: file.proc.denied);
+ * - fanotify permission events and mount-wide marks from attached root
+ *   (host processes' opens held and refused by the run: process.kernel.denied);
  * - attached root reconfiguring the host's network (CAP_NET_ADMIN refused
  *   to every live run: process.kernel.denied).
  */
@@ -378,4 +380,53 @@ out:
 	ktest_close_stdin(&host);
 	ktest_wait(&host, 10000);
 	ktest_proc_close(&host);
+}
+
+/*
+ * fanotify from root attached to a run. Control: outside any run, root's
+ * FAN_OPEN_PERM mark holds another process's open and refuses it, and a
+ * mount-wide mark sees every open on the mount. Inside: both marks refused
+ * (path_notify, process.kernel.denied); inotify (an ordinary file watcher)
+ * still works.
+ */
+KTEST(hunt_fanotify_attached_root)
+{
+	static struct ktest_result r;
+	static char file[256];
+	struct ip_target run = {0};
+	struct ip_srv root = {0};
+	struct ktest_dirs d;
+	const char *pol, *got;
+	json_t *ev;
+
+	ktest_need_lsm();
+	if (!ASSERT_TRUE(ktest_make_dirs(&d), "dirs"))
+		return;
+	snprintf(file, sizeof(file), "%s/watched", d.root);
+	if (!ASSERT_TRUE(ktest_write_file(file, "x", 0644), "a file"))
+		return;
+	pol = pu_policy(d.root, "proc", PROC_NONE);
+	ip_warm(pol);
+	ASSERT_STREQ(hp_host(&r, -1, ARGS("fanotify-perm", file)), "ok child-open-refused",
+		     "control: a permission mark refuses another process's open");
+	ASSERT_STREQ(hp_host(&r, -1, ARGS("fanotify-mount", file)), "ok", "control: a mount-wide mark");
+
+	if (!ASSERT_TRUE(ip_run_target(&run, ARGS("--policy", pol), ARGS("target")), "a run") ||
+	    !ASSERT_TRUE(hp_serve_in(&root, -1, run.pid), "root attached"))
+		goto out;
+	ktest_events();
+	got = ip_ask(&root, "fanotify-perm %s", file);
+	ktest_log("attached root: fanotify-perm -> %s", got);
+	ASSERT_TRUE(!strcmp(got, "EPERM") || !strcmp(got, "EACCES"), "attached root: permission mark refused");
+	got = ip_ask(&root, "fanotify-mount %s", file);
+	ktest_log("attached root: fanotify-mount -> %s", got);
+	ASSERT_TRUE(!strcmp(got, "EPERM") || !strcmp(got, "EACCES"), "attached root: mount-wide mark refused");
+	ev = ktest_events();
+	ASSERT_TRUE(ktest_find_event(ev, "path_notify", "process.kernel.denied", NULL) != NULL,
+		    "event: path_notify process.kernel.denied");
+	json_decref(ev);
+	ASSERT_STREQ(ip_ask(&root, "inotify %s", file), "ok", "attached root: inotify still works");
+out:
+	ip_serve_end(&root);
+	ip_target_stop(&run);
 }

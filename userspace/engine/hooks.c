@@ -20,8 +20,6 @@
 
 #define NARGS_PREFIX "custode_hook_nargs__"
 #define HOOK_OPTIONAL 0x10000 /* CUSTODE_HOOK_OPTIONAL in bpf/lib/custode.bpf.h */
-#define HOOK_ALSO 0x20000     /* CUSTODE_HOOK_ALSO: a second program on a hook, not an alternative */
-#define HOOK_FLAGS (HOOK_OPTIONAL | HOOK_ALSO)
 
 static struct btf *kernel_btf;
 
@@ -153,13 +151,9 @@ int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_r
 					      "%s: program %s declares no hook argument count (use CUSTODE_LSM)", what,
 					      bpf_program__name(prog));
 		have = custode_kernel_hook_nargs(kbtf, hook);
-		bpf_program__set_autoload(prog, have == (want & ~HOOK_FLAGS));
+		bpf_program__set_autoload(prog, have == (want & ~HOOK_OPTIONAL));
 	}
-	/*
-	 * every hook keeps exactly one program of its alternatives (each hook
-	 * checked at its first program); a second program on a hook (ALSO) must
-	 * fit wherever the hook's main program does
-	 */
+	/* every hook keeps exactly one program (each hook checked at its first program) */
 	bpf_object__for_each_program(prog, obj) {
 		const char *hook = custode_lsm_hook_of(bpf_program__section_name(prog));
 		bool seen = false, before = true, optional = true;
@@ -169,22 +163,12 @@ int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_r
 
 		if (!hook || bpf_program__type(prog) != BPF_PROG_TYPE_LSM)
 			continue;
-		if (declared_nargs(&d, bpf_program__name(prog)) & HOOK_ALSO) {
-			if (bpf_program__autoload(prog))
-				continue;
-			have = custode_kernel_hook_nargs(kbtf, hook);
-			return custode_refuse(why, EINVAL, CUSTODE_REASON_KERNEL_HOOK_UNSUPPORTED,
-					      "%s: LSM hook %s takes %d arguments on this kernel; custode's program %s "
-					      "takes %d",
-					      what, hook, have, bpf_program__name(prog),
-					      declared_nargs(&d, bpf_program__name(prog)) & ~HOOK_FLAGS);
-		}
 		bpf_object__for_each_program(other, obj) {
 			const char *h = custode_lsm_hook_of(bpf_program__section_name(other));
 
 			if (other == prog)
 				before = false;
-			if (!h || strcmp(h, hook) || (declared_nargs(&d, bpf_program__name(other)) & HOOK_ALSO))
+			if (!h || strcmp(h, hook))
 				continue;
 			if (before)
 				seen = true;
@@ -192,7 +176,7 @@ int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_r
 			optional &= (declared_nargs(&d, bpf_program__name(other)) & HOOK_OPTIONAL) != 0;
 			if (len < sizeof(known))
 				len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%d", len ? " or " : "",
-							declared_nargs(&d, bpf_program__name(other)) & ~HOOK_FLAGS);
+							declared_nargs(&d, bpf_program__name(other)) & ~HOOK_OPTIONAL);
 		}
 		if (seen || fitting == 1)
 			continue;

@@ -15,6 +15,10 @@
  *   huntprobe mknod PATH c|b MAJ MIN     make a device node
  *   huntprobe openw PATH TEXT            open O_WRONLY and write TEXT
  *   huntprobe openr PATH                 open O_RDONLY and read up to 16 bytes: "ok N"
+ *   huntprobe fanotify-perm PATH         an FAN_OPEN_PERM mark on PATH, then a child opens PATH and
+ *                                        the mark's holder refuses it: "ok child-open-refused"
+ *   huntprobe fanotify-mount PATH        an FAN_OPEN mark on PATH's whole mount: "ok"
+ *   huntprobe inotify PATH               an inotify watch on PATH: "ok"
  */
 #include <stddef.h>
 #include <arpa/inet.h>
@@ -26,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -231,6 +237,57 @@ static int corehelper(const char *file)
 	return 0;
 }
 
+/* Hold an open of path by a child with a permission mark, and refuse it */
+static int fanotify_perm(const char *path)
+{
+	struct fanotify_event_metadata ev;
+	struct fanotify_response resp;
+	struct pollfd p;
+	int fd = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY), st;
+	pid_t c;
+
+	if (fd < 0 || fanotify_mark(fd, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, path) < 0)
+		return fail();
+	c = fork();
+	if (c == 0)
+		_exit(open(path, O_RDONLY) < 0 ? 1 : 0);
+	p.fd = fd;
+	p.events = POLLIN;
+	if (c < 0 || poll(&p, 1, 30000) != 1 || read(fd, &ev, sizeof(ev)) < (ssize_t)sizeof(ev)) {
+		printf("no event\n");
+		return 1;
+	}
+	resp.fd = ev.fd;
+	resp.response = FAN_DENY;
+	if (write(fd, &resp, sizeof(resp)) < 0)
+		return fail();
+	close(ev.fd);
+	if (waitpid(c, &st, 0) < 0)
+		return fail();
+	printf(WIFEXITED(st) && WEXITSTATUS(st) == 1 ? "ok child-open-refused\n" : "child-opened\n");
+	return 0;
+}
+
+static int fanotify_mount(const char *path)
+{
+	int fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC, O_RDONLY);
+
+	if (fd < 0 || fanotify_mark(fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_OPEN, AT_FDCWD, path) < 0)
+		return fail();
+	close(fd);
+	return ok();
+}
+
+static int inotify_watch(const char *path)
+{
+	int fd = inotify_init1(IN_CLOEXEC);
+
+	if (fd < 0 || inotify_add_watch(fd, path, IN_OPEN | IN_MODIFY) < 0)
+		return fail();
+	close(fd);
+	return ok();
+}
+
 static int dispatch(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : "";
@@ -262,6 +319,12 @@ static int dispatch(int argc, char **argv)
 		close(fd);
 		return ok();
 	}
+	if (OP("fanotify-perm", 1))
+		return fanotify_perm(a);
+	if (OP("fanotify-mount", 1))
+		return fanotify_mount(a);
+	if (OP("inotify", 1))
+		return inotify_watch(a);
 	if (OP("openr", 1)) {
 		char buf[16];
 		int fd = open(a, O_RDONLY | O_CLOEXEC);
