@@ -25,7 +25,7 @@
 #include "policy/compile.h"
 #include "policy/net.h"
 #include "policy/profiles.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 #include "util/fsutil.h"
 
 #define MAX_ATTACHED CUSTODE_MAX_RUNS
@@ -222,14 +222,6 @@ static void self_cgroup(const char *mount, char *out, size_t len)
 
 /* ---- state files ---- */
 
-static void attach_state_path(__u64 run_id, char *out, size_t len)
-{
-	char hex[17];
-
-	custode_run_id_format(run_id, hex);
-	snprintf(out, len, "%s/%s.attach.json", CUSTODE_RUNS_DIR, hex);
-}
-
 static int attached_write(const struct custode_attached *a)
 {
 	char path[PATH_MAX], hex[17], *text;
@@ -248,7 +240,7 @@ static int attached_write(const struct custode_attached *a)
 	json_decref(o);
 	if (!text)
 		return -ENOMEM;
-	attach_state_path(a->run_id, path, sizeof(path));
+	custode_state_path(a->run_id, CUSTODE_STATE_ATTACH, path, sizeof(path));
 	err = custode_write_file_atomic(path, text, strlen(text), 0600);
 	free(text);
 	return err;
@@ -271,7 +263,7 @@ int custode_attached_read(__u64 run_id, struct custode_attached *out)
 	json_t *o, *pol;
 	int err;
 
-	attach_state_path(run_id, path, sizeof(path));
+	custode_state_path(run_id, CUSTODE_STATE_ATTACH, path, sizeof(path));
 	if ((err = custode_read_file(path, 1 << 20, &text, NULL)))
 		return err;
 	o = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
@@ -306,22 +298,15 @@ out:
 
 int custode_attached_list(struct custode_attached *out, int max)
 {
-	DIR *d = opendir(CUSTODE_RUNS_DIR);
-	struct dirent *de;
+	DIR *d = custode_state_list_open();
 	int n = 0;
+	__u64 id;
 
 	if (!d)
 		return 0;
-	while (n < max && (de = readdir(d))) {
-		char hex[17];
-		__u64 id;
-
-		if (strlen(de->d_name) != 16 + strlen(".attach.json") || strcmp(de->d_name + 16, ".attach.json"))
-			continue;
-		snprintf(hex, sizeof(hex), "%.16s", de->d_name);
-		if (custode_run_id_parse(hex, &id) == 0 && custode_attached_read(id, &out[n]) == 0)
+	while (n < max && custode_state_list_next(d, CUSTODE_STATE_ATTACH, &id))
+		if (custode_attached_read(id, &out[n]) == 0)
 			n++;
-	}
 	closedir(d);
 	return n;
 }
@@ -330,19 +315,10 @@ static void attached_remove(__u64 run_id)
 {
 	char path[PATH_MAX];
 
-	attach_state_path(run_id, path, sizeof(path));
+	custode_state_path(run_id, CUSTODE_STATE_ATTACH, path, sizeof(path));
 	unlink(path);
 	custode_runstate_remove(run_id);
 	custode_dns_names_remove(run_id);
-}
-
-/* Where ${workspace} and ${tmp} point when nothing is bound: below a root-only directory, never created. */
-static void unbound_path(__u64 run_id, const char *what, char *out, size_t len)
-{
-	char hex[17];
-
-	custode_run_id_format(run_id, hex);
-	snprintf(out, len, "%s/%s.unbound/%s", CUSTODE_RUNS_DIR, hex, what);
 }
 
 /* ---- the gates ---- */
@@ -677,23 +653,10 @@ static json_t *time_json(int64_t t)
 	return t > 0 ? json_string(custode_time_format(t, buf, sizeof(buf))) : json_null();
 }
 
-/* Is the launcher of a run alive? Its lock is held. (No lock file is created here.) */
+/* Is the launcher of a run alive? Its lock is held. */
 static const char *launcher_state(__u64 run_id)
 {
-	char path[PATH_MAX], hex[17];
-	int fd;
-
-	custode_run_id_format(run_id, hex);
-	snprintf(path, sizeof(path), "%s/%s.lock", CUSTODE_RUNS_DIR, hex);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return "orphaned";
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-		close(fd);
-		return "orphaned";
-	}
-	close(fd);
-	return "live";
+	return custode_runlock_held(run_id) ? "live" : "orphaned";
 }
 
 static json_t *run_json(struct custode_engine *e, __u64 cgid, const struct custode_run *run,
@@ -795,7 +758,7 @@ static int new_run_id(struct custode_engine *e, const struct custode_attach_req 
 	if (!id)
 		return custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE, "run id 0 is reserved");
 	custode_run_id_format(id, hex);
-	snprintf(path, sizeof(path), "%s/%s.json", CUSTODE_RUNS_DIR, hex);
+	custode_state_path(id, CUSTODE_STATE_RUN, path, sizeof(path));
 	if (access(path, F_OK) == 0)
 		return custode_refuse(why, EEXIST, CUSTODE_REASON_ATTACH_EXISTS, "run %s exists", hex);
 	{
@@ -969,9 +932,10 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 			goto out;
 		}
 	} else {
-		unbound_path(a->run_id, "workspace", ws, sizeof(ws));
+		custode_state_path(a->run_id, CUSTODE_STATE_UNBOUND_WORKSPACE, ws, sizeof(ws));
 	}
-	unbound_path(a->run_id, "tmp", tmp, sizeof(tmp));
+	/* nothing bound: below a root-only directory, never created */
+	custode_state_path(a->run_id, CUSTODE_STATE_UNBOUND_TMP, tmp, sizeof(tmp));
 	a->cgroup_id = cgid;
 	a->level = level;
 	a->attached_at = (int64_t)time(NULL);
