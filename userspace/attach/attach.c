@@ -25,6 +25,7 @@
 #include "policy/compile.h"
 #include "policy/net.h"
 #include "policy/profiles.h"
+#include "run/program.h"
 #include "state/runstate.h"
 #include "util/fsutil.h"
 
@@ -794,14 +795,12 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 {
 	struct custode_attached *a = calloc(1, sizeof(*a)), *others = NULL;
 	struct custode_runstate *st = calloc(1, sizeof(*st));
-	struct custode_fs_ruleset fs = {0};
-	struct custode_net_ruleset net = {0};
-	struct custode_bindings b;
+	struct custode_program pr = {0};
 	struct resolved r = {0};
 	struct custode_run run = {0};
 	char canon[PATH_MAX], self[PATH_MAX], gate[PATH_MAX], tmp[PATH_MAX], ws[PATH_MAX], probe[PATH_MAX + 32];
-	bool state_written = false, rules_added = false, registered = false;
-	int err, n_others, lock, level;
+	bool state_written = false;
+	int err, n_others, level;
 	__u64 cgid;
 
 	if (!a || !st) {
@@ -955,54 +954,24 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 	snprintf(st->workspace, sizeof(st->workspace), "%s", ws);
 	snprintf(st->policy, sizeof(st->policy), "%s", r.p->name);
 	snprintf(st->source, sizeof(st->source), "%s", r.source);
-	lock = custode_engine_lock();
-	if (lock < 0) {
-		err = custode_refuse(why, -lock, CUSTODE_REASON_RUN_SETUP_FAILED, "engine lock: %s", strerror(-lock));
+	pr.policy = r.p;
+	pr.bindings.workspace = ws;
+	pr.bindings.tmp = tmp;
+	pr.run_id = a->run_id;
+	if ((err = custode_program_ruleset(e, &pr, why)))
 		goto out;
-	}
-	err = custode_engine_alloc_ruleset(e, &st->ruleset);
-	custode_engine_unlock(lock);
-	if (err) {
-		err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_MAP_FULL, "no free rule set: %s", strerror(-err));
-		goto out;
-	}
+	st->ruleset = pr.ruleset;
 	state_written = true;
 	if ((err = attached_write(a)) || (err = custode_runstate_write(st))) {
 		err = custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "state file: %s", strerror(-err));
 		goto undo;
 	}
-	b.workspace = ws;
-	b.tmp = tmp;
 	/* the addresses of the cgroup's network namespace are local services to it (net.host_address) */
 	if (r.p->has_network && (err = custode_hostaddrs_watch_pid(custode_hostaddrs_cgroup_pid(canon), why)))
 		goto undo;
-	if ((err = custode_policy_compile_fs(r.p, &b, st->ruleset, &fs, why)) ||
-	    (err = custode_policy_compile_net(r.p, NULL, 0, st->ruleset, &net, why)) ||
-	    (err = custode_dns_run_prepare(a->run_id, &net, why)))
+	if ((err = custode_program_rules(e, &pr, why)) ||
+	    (err = custode_program_register(e, &pr, cgid, CUSTODE_RUN_ATTACHED, &run, why)))
 		goto undo;
-	rules_added = true;
-	if ((err = custode_engine_add_rules(e, st->ruleset, &fs)) || (err = custode_engine_add_net(e, &net))) {
-		err = custode_refuse(why, -err, err == -E2BIG || err == -ENOSPC ? CUSTODE_REASON_ENGINE_MAP_FULL
-									 : CUSTODE_REASON_RUN_SETUP_FAILED,
-				     "adding the rules: %s", strerror(-err));
-		goto undo;
-	}
-	memset(&run, 0, sizeof(run));
-	run.run_id = a->run_id;
-	run.ruleset = st->ruleset;
-	run.policy_version = (__u32)r.p->version;
-	run.flags = CUSTODE_RUN_ATTACHED | (r.p->has_filesystem ? CUSTODE_RUN_FILE : 0) |
-		    (r.p->has_network ? CUSTODE_RUN_NET : 0) | (r.p->has_network && !net.listen ? CUSTODE_RUN_NO_LISTEN : 0) |
-		    (r.p->has_network && net.inbound_set ? CUSTODE_RUN_INBOUND : 0) |
-		    (r.p->audit ? CUSTODE_RUN_AUDIT : 0) | (r.p->has_process ? CUSTODE_RUN_PROCESS : 0) |
-		    (r.p->has_process && r.p->ptrace_run ? CUSTODE_RUN_PTRACE_RUN : 0) |
-		    (r.p->has_process && r.p->wx_deny ? CUSTODE_RUN_WX_DENY : 0);
-	if ((err = custode_engine_register(e, cgid, &run))) {
-		err = custode_refuse(why, -err, err == -E2BIG ? CUSTODE_REASON_ENGINE_MAP_FULL : CUSTODE_REASON_RUN_SETUP_FAILED,
-				     "register run: %s", strerror(-err));
-		goto undo;
-	}
-	registered = true;
 	/* from this update on, the engine finds the cgroup's tasks */
 	if ((err = gates_sync(e, why)))
 		goto undo;
@@ -1034,19 +1003,17 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 	err = 0;
 	goto out;
 undo:
-	if (registered) {
-		custode_engine_unregister(e, cgid);
-		gates_sync(e, NULL);
-	}
-	if (rules_added) {
-		custode_engine_delete_rules(e, st->ruleset, &fs);
-		custode_engine_delete_net(e, &net);
+	{
+		bool was_registered = pr.registered;
+
+		custode_program_undo(e, &pr);
+		if (was_registered)
+			gates_sync(e, NULL);
 	}
 	if (state_written)
 		attached_remove(a->run_id);
 out:
-	custode_fs_ruleset_free(&fs);
-	custode_net_ruleset_free(&net);
+	custode_program_free(&pr);
 	custode_policy_free(r.p);
 	free(others);
 	free(a);

@@ -26,6 +26,7 @@
 #include "dns/names.h"
 #include "dns/resolver.h"
 #include "policy/profiles.h"
+#include "run/program.h"
 #include "run/run.h"
 #include "bundle/jcs.h"
 #include "run/receipt.h"
@@ -314,14 +315,13 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 struct launch {
 	struct custode_engine e;
 	struct custode_policy *policy;
-	struct custode_fs_ruleset rules;
-	struct custode_net_ruleset net;
+	struct custode_program prog;          /* the policy in the engine: rule sets, registration */
 	struct custode_runstate st;
 	struct custode_run_user user;
 	const char *policy_source, *policy_ref;
 	char policy_digest[80];
 	json_t *bundle_json;
-	bool registered, rules_added, cgroup_made;
+	bool cgroup_made;
 	int lock_fd;
 	struct custode_limits_applied limits; /* cgroup limits written (setup) */
 	struct custode_seccomp filter;        /* compiled in the launcher, installed by the child */
@@ -473,12 +473,7 @@ static int exit_status(int status)
 /* Undo a partial setup (no process has run in the cgroup yet). */
 static void setup_undo(struct launch *l)
 {
-	if (l->registered)
-		custode_engine_unregister(&l->e, l->st.cgroup_id);
-	if (l->rules_added) {
-		custode_engine_delete_rules(&l->e, l->st.ruleset, &l->rules);
-		custode_engine_delete_net(&l->e, &l->net);
-	}
+	custode_program_undo(&l->e, &l->prog);
 	if (l->cgroup_made)
 		custode_cgroup_remove(l->st.cgroup);
 	if (l->st.tmp[0])
@@ -489,11 +484,9 @@ static void setup_undo(struct launch *l)
 
 static int setup(struct launch *l, const struct run_opts *o, struct custode_refusal *why)
 {
-	struct custode_bindings b;
-	struct custode_run run = {0};
 	char ws[PATH_MAX], tmpbase[PATH_MAX], hex[17];
 	struct stat sb;
-	int err, lock;
+	int err;
 
 	if (!realpath(o->workspace ? o->workspace : ".", ws) || stat(ws, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		return custode_refuse(why, ENOTDIR, CUSTODE_REASON_RUN_WORKSPACE, "workspace '%s': %s",
@@ -527,33 +520,18 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	if ((err = custode_runstate_write(&l->st)))
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "state file: %s", strerror(-err));
 
-	b.workspace = ws;
-	b.tmp = l->st.tmp;
-
-	lock = custode_engine_lock();
-	if (lock < 0)
-		return custode_refuse(why, -lock, CUSTODE_REASON_RUN_SETUP_FAILED, "engine lock: %s", strerror(-lock));
-	err = custode_engine_alloc_ruleset(&l->e, &l->st.ruleset);
-	custode_engine_unlock(lock);
-	if (err)
-		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_MAP_FULL, "no free rule set: %s", strerror(-err));
-	if ((err = custode_policy_compile_fs(l->policy, &b, l->st.ruleset, &l->rules, why)))
+	l->prog.policy = l->policy;
+	l->prog.bindings.workspace = l->st.workspace;
+	l->prog.bindings.tmp = l->st.tmp;
+	l->prog.allows = o->allows;
+	l->prog.n_allows = o->n_allows;
+	l->prog.run_id = l->st.run_id;
+	if ((err = custode_program_ruleset(&l->e, &l->prog, why)))
 		return err;
-	if ((err = custode_policy_compile_net(l->policy, o->allows, o->n_allows, l->st.ruleset, &l->net, why)))
+	l->st.ruleset = l->prog.ruleset;
+	/* Rules (and the resolver's names) before registration, registration before the first process. */
+	if ((err = custode_program_rules(&l->e, &l->prog, why)))
 		return err;
-	/* host entries: the resolver must be up, and learns the run's names before the run exists */
-	if ((err = custode_dns_run_prepare(l->st.run_id, &l->net, why)))
-		return err;
-	/* Rules before registration, registration before the first process. */
-	l->rules_added = true;
-	if ((err = custode_engine_add_rules(&l->e, l->st.ruleset, &l->rules)))
-		return custode_refuse(why, -err, err == -E2BIG || err == -ENOSPC ? CUSTODE_REASON_ENGINE_MAP_FULL
-										 : CUSTODE_REASON_RUN_SETUP_FAILED,
-				      "adding %zu rules: %s", l->rules.n, strerror(-err));
-	if ((err = custode_engine_add_net(&l->e, &l->net)))
-		return custode_refuse(why, -err, err == -E2BIG || err == -ENOSPC ? CUSTODE_REASON_ENGINE_MAP_FULL
-										 : CUSTODE_REASON_RUN_SETUP_FAILED,
-				      "adding %zu egress keys: %s", l->net.n, strerror(-err));
 	/* the run's own addresses are local services, not destinations (net.host_address) */
 	if (l->policy->has_network && (err = custode_hostaddrs_watch(&l->hosts, -1, why)))
 		return err;
@@ -565,21 +543,9 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 		return custode_refuse(why, -err, CUSTODE_REASON_CGROUP_FAILED, "cgroup id: %s", strerror(-err));
 	if ((err = custode_limits_apply(l->st.cgroup, l->policy, &l->limits, why)))
 		return err;
-	run.run_id = l->st.run_id;
-	run.ruleset = l->st.ruleset;
-	run.flags = (l->policy->has_filesystem ? CUSTODE_RUN_FILE : 0) |
-		    (l->policy->has_network ? CUSTODE_RUN_NET : 0) |
-		    (l->policy->has_network && !l->net.listen ? CUSTODE_RUN_NO_LISTEN : 0) |
-		    (l->policy->has_network && l->net.inbound_set ? CUSTODE_RUN_INBOUND : 0) |
-		    (o->audit || l->policy->audit ? CUSTODE_RUN_AUDIT : 0) |
-		    (l->policy->has_process ? CUSTODE_RUN_PROCESS : 0) |
-		    (l->policy->has_process && l->policy->ptrace_run ? CUSTODE_RUN_PTRACE_RUN : 0) |
-		    (l->policy->has_process && l->policy->wx_deny ? CUSTODE_RUN_WX_DENY : 0);
-	run.policy_version = (__u32)l->policy->version;
-	if ((err = custode_engine_register(&l->e, l->st.cgroup_id, &run)))
-		return custode_refuse(why, -err, err == -E2BIG ? CUSTODE_REASON_ENGINE_MAP_FULL : CUSTODE_REASON_RUN_SETUP_FAILED,
-				      "register run: %s", strerror(-err));
-	l->registered = true;
+	if ((err = custode_program_register(&l->e, &l->prog, l->st.cgroup_id, o->audit ? CUSTODE_RUN_AUDIT : 0, NULL,
+					    why)))
+		return err;
 	if ((err = custode_runstate_write(&l->st)))
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "state file: %s", strerror(-err));
 	return 0;
@@ -748,8 +714,7 @@ static void launch_free(struct launch *l)
 	}
 	custode_pty_close(&l->pty); /* the caller's terminal restored on every path */
 	custode_hostaddrs_unwatch(&l->hosts);
-	custode_fs_ruleset_free(&l->rules);
-	custode_net_ruleset_free(&l->net);
+	custode_program_free(&l->prog);
 	custode_seccomp_free(&l->filter);
 	custode_run_env_free(&l->env);
 	custode_policy_free(l->policy);
@@ -957,7 +922,7 @@ int custode_cmd_run(int argc, char **argv)
 		if (custode_engine_get_run(&l.e, l.st.cgroup_id, &now) == 0)
 			final_version = now.policy_version;
 	}
-	err = custode_run_reap(&l.e, &l.st, &l.rules, &l.net, &counters, &peaks);
+	err = custode_run_reap(&l.e, &l.st, &l.prog.fs, &l.prog.net, &counters, &peaks);
 	for (int i = 0; i < 2; i++) {
 		/* still non-blocking: a writer that escaped the run (an fd passed out) can't hold us here */
 		relay_drain(&relay, i);
@@ -996,8 +961,8 @@ int custode_cmd_run(int argc, char **argv)
 			.user = &l.user,
 			.argv = o.argv,
 			.audit = o.audit || l.policy->audit,
-			.egress_keys = l.net.n,
-			.private_grants = l.net.n_priv,
+			.egress_keys = l.prog.net.n,
+			.private_grants = l.prog.net.n_priv,
 			.counters = &counters,
 			.exit_code = code,
 			.wait_status = status,
