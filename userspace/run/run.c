@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "bundle/bundle.h"
+#include "bundle/source.h"
 #include "cgroup/cgroup.h"
 #include "dns/launch.h"
 #include "dns/names.h"
@@ -28,7 +29,6 @@
 #include "policy/profiles.h"
 #include "run/program.h"
 #include "run/run.h"
-#include "bundle/jcs.h"
 #include "run/receipt.h"
 #include "run/env.h"
 #include "run/limits.h"
@@ -355,17 +355,6 @@ static int read_policy_file(const char *path, char **text, size_t *len, struct c
 	return 0;
 }
 
-/* sha256 of the JCS form of the document's content (what contentDigest means), for the receipt. */
-static void content_digest(const char *text, size_t len, char out[80])
-{
-	json_t *doc = json_loadb(text, len, 0, NULL);
-
-	out[0] = 0;
-	if (doc && custode_jcs_sha256(json_object_get(doc, "content"), out, NULL, 0) < 0)
-		out[0] = 0;
-	json_decref(doc);
-}
-
 static int load_policy(const struct run_opts *o, struct launch *l, struct custode_refusal *why)
 {
 	struct custode_policy *p = NULL;
@@ -405,7 +394,7 @@ static int load_policy(const struct run_opts *o, struct launch *l, struct custod
 			return err;
 		err = custode_policy_parse(text, len, &p, why);
 		if (!err)
-			content_digest(text, len, l->policy_digest);
+			custode_policy_content_digest(text, len, l->policy_digest);
 		free(text);
 		l->policy_source = "file";
 		l->policy_ref = o->policy_file;
@@ -417,7 +406,7 @@ static int load_policy(const struct run_opts *o, struct launch *l, struct custod
 					      "no built-in profile named '%s' (see `custode profiles`)", o->profile);
 		err = custode_policy_parse(bp->text, bp->len, &p, why);
 		if (!err)
-			content_digest(bp->text, bp->len, l->policy_digest);
+			custode_policy_content_digest(bp->text, bp->len, l->policy_digest);
 		l->policy_source = "profile";
 		l->policy_ref = bp->name;
 	}
