@@ -140,18 +140,210 @@ static unsigned classes_needed(const struct custode_policy *p)
 	return custode_policy_classes(p) | CUSTODE_CLASS_FILE | CUSTODE_CLASS_PROCESS;
 }
 
+/* The cgroup to attach: canonical, a cgroup v2 directory custode may attach, not a run yet. */
+static int attach_target(struct custode_engine *e, const char *cgroup, char canon[PATH_MAX], char gate[PATH_MAX],
+			 struct custode_attached *a, struct custode_refusal *why)
+{
+	char self[PATH_MAX], probe[PATH_MAX + 32];
+	struct custode_run run;
+	int err;
+
+	if (!cgroup || !realpath(cgroup, canon))
+		return custode_refuse(why, errno ? errno : EINVAL, CUSTODE_REASON_ATTACH_CGROUP, "cgroup %s: %s",
+				      cgroup ? cgroup : "(none)", strerror(errno ? errno : EINVAL));
+	snprintf(probe, sizeof(probe), "%s/cgroup.procs", canon);
+	if (access(probe, F_OK) < 0)
+		return custode_refuse(why, ENOTDIR, CUSTODE_REASON_ATTACH_CGROUP, "%s is not a cgroup v2 directory", canon);
+	self_cgroup(e->cg_mount, self, sizeof(self));
+	if ((err = custode_attach_check_path(e->cg_mount, canon, e->cg_root, (int)e->meta.root_level, self, &a->level,
+					     gate, PATH_MAX, why)))
+		return err;
+	if ((err = custode_cgroup_id(canon, &a->cgroup_id)) || (err = custode_cgroup_id(gate, &a->gate_id)))
+		return custode_refuse(why, -err, CUSTODE_REASON_ATTACH_CGROUP, "cgroup id of %s: %s", canon,
+				      strerror(-err));
+	if (custode_engine_get_run(e, a->cgroup_id, &run) == 0)
+		return custode_refuse(why, EEXIST, CUSTODE_REASON_ATTACH_EXISTS, "%s is already a run", canon);
+	snprintf(a->cgroup, sizeof(a->cgroup), "%s", canon);
+	return 0;
+}
+
+/* Attached cgroups never nest, and lie below at most CUSTODE_MAX_GATES gates. */
+static int check_others(const struct custode_attached *a, const char *gate, struct custode_refusal *why)
+{
+	struct custode_attached *others = calloc(MAX_ATTACHED, sizeof(*others));
+	__u64 gates[CUSTODE_MAX_GATES + 1];
+	int n_gates = 0, n_others, err = 0;
+	const char *canon = a->cgroup;
+
+	if (!others)
+		return custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
+	n_others = custode_attached_list(others, MAX_ATTACHED);
+	for (int i = 0; i < n_others; i++) {
+		bool seen = false;
+
+		if (custode_path_nested(canon, others[i].cgroup)) {
+			char oh[17];
+
+			custode_run_id_format(others[i].run_id, oh);
+			err = custode_refuse(why, EEXIST,
+					     strcmp(canon, others[i].cgroup) ? CUSTODE_REASON_ATTACH_CGROUP
+									     : CUSTODE_REASON_ATTACH_EXISTS,
+					     "%s %s %s, attached as run %s: attached cgroups never nest", canon,
+					     !strcmp(canon, others[i].cgroup)		    ? "is"
+					     : strlen(canon) > strlen(others[i].cgroup) ? "is inside"
+											  : "holds",
+					     others[i].cgroup, oh);
+			goto out;
+		}
+		for (int k = 0; k < n_gates; k++)
+			seen |= gates[k] == others[i].gate_id;
+		if (!seen && n_gates < CUSTODE_MAX_GATES + 1)
+			gates[n_gates++] = others[i].gate_id;
+	}
+	if (n_gates >= CUSTODE_MAX_GATES) {
+		bool ours = false;
+
+		for (int k = 0; k < n_gates; k++)
+			ours |= gates[k] == a->gate_id;
+		if (!ours)
+			err = custode_refuse(why, ENOSPC, CUSTODE_REASON_ENGINE_MAP_FULL,
+					     "attached runs already lie below %d cgroups at custode's root level (%s "
+					     "would be one more); docs/operations.md",
+					     CUSTODE_MAX_GATES, gate);
+	}
+out:
+	free(others);
+	return err;
+}
+
+/* The policy of the request, if an attached run can have it. */
+static int attach_policy(const struct custode_attach_req *req, const struct custode_policy_source *src,
+			 struct custode_resolved_policy *r, struct custode_refusal *why)
+{
+	int err;
+
+	if (req->profile)
+		err = custode_source_profile(req->profile, r, why);
+	else
+		err = custode_source_bundle(req->bundle, req->policy, src, r, why);
+	if (err)
+		return err;
+	if (r->p->has_limits && r->p->limits.required)
+		return custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
+				      "%s requires limits; an attached cgroup's limits belong to its owner (systemd, the "
+				      "container runtime): attach a policy without \"required\" limits",
+				      r->p->name);
+	return 0;
+}
+
+/* The engine classes the policy needs (loaded if missing), and the gate map. */
+static int attach_engine(struct custode_engine *e, const struct custode_policy *p, struct custode_refusal *why)
+{
+	unsigned need = classes_needed(p);
+	int err, fd;
+
+	if ((need & ~e->meta.classes)) {
+		custode_engine_close(e);
+		if ((err = custode_host_prepare(e, why)) || (err = custode_engine_open(e, need, CUSTODE_ENGINE_LOAD, why))) {
+			/*
+			 * The daemon's one engine handle must survive a refused load
+			 * (e.g. kernel.lsm_unavailable): reopen what is pinned, or
+			 * detach, runs and the reaper would lose the engine.
+			 */
+			struct custode_refusal w = {0};
+
+			custode_engine_close(e);
+			if (custode_host_prepare(e, &w) || custode_engine_open(e, 0, 0, &w))
+				fprintf(stderr, "custode daemon: attach: reopening the engine after a refused load: %s: %s\n",
+					custode_reason_name(w.reason), w.detail);
+			return err;
+		}
+	}
+	if ((fd = custode_gates_open(why)) < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+/* The run's id, bindings and both state records (not written yet). */
+static int attach_state(struct custode_engine *e, const struct custode_attach_req *req,
+			const struct custode_resolved_policy *r, struct custode_attached *a, struct custode_runstate *st,
+			struct custode_refusal *why)
+{
+	char ws[PATH_MAX];
+	int err;
+
+	if ((err = new_run_id(e, req, &a->run_id, why)))
+		return err;
+	if (req->workspace) {
+		if (!realpath(req->workspace, ws))
+			return custode_refuse(why, errno, CUSTODE_REASON_RUN_WORKSPACE, "workspace %s: %s", req->workspace,
+					      strerror(errno));
+	} else {
+		/* nothing bound: below a root-only directory, never created */
+		custode_state_path(a->run_id, CUSTODE_STATE_UNBOUND_WORKSPACE, ws, sizeof(ws));
+	}
+	a->attached_at = (int64_t)time(NULL);
+	snprintf(a->policy_name, sizeof(a->policy_name), "%s", r->p->name);
+	a->policy_version = r->p->version;
+	snprintf(a->policy_source, sizeof(a->policy_source), "%s", r->source);
+	snprintf(a->policy_ref, sizeof(a->policy_ref), "%s", r->ref);
+	snprintf(a->policy_digest, sizeof(a->policy_digest), "%s", r->digest);
+	snprintf(a->workspace, sizeof(a->workspace), "%s", ws);
+	st->run_id = a->run_id;
+	st->cgroup_id = a->cgroup_id;
+	st->launcher_pid = getpid(); /* the daemon: no launcher; no <id>.lock, so `custode gc` leaves it alone */
+	st->started = a->attached_at;
+	snprintf(st->cgroup, sizeof(st->cgroup), "%s", a->cgroup);
+	custode_state_path(a->run_id, CUSTODE_STATE_UNBOUND_TMP, st->tmp, sizeof(st->tmp));
+	snprintf(st->workspace, sizeof(st->workspace), "%s", ws);
+	snprintf(st->policy, sizeof(st->policy), "%s", r->p->name);
+	snprintf(st->source, sizeof(st->source), "%s", r->source);
+	return 0;
+}
+
+/* What `custode attach` prints: the run, its policy's provenance, its place, and what does not apply. */
+static json_t *attach_result(struct custode_engine *e, const struct custode_attached *a, const struct custode_run *run,
+			     const struct custode_resolved_policy *r, const char *gate,
+			     const struct custode_policy_source *src)
+{
+	json_t *o = custode_attach_run_json(e, a->cgroup_id, run, src, false), *ne;
+
+	if (!o)
+		return NULL;
+	if (r->not_after) {
+		json_t *pol = json_object_get(o, "policy");
+
+		json_object_set_new(pol, "not_before", json_integer(r->not_before));
+		json_object_set_new(pol, "not_after", json_integer(r->not_after));
+	}
+	json_object_set_new(json_object_get(o, "policy"), "digest", json_string(r->digest));
+	json_object_set_new(o, "level", json_integer(a->level));
+	json_object_set_new(o, "gate", json_string(gate));
+	ne = json_array();
+	if (r->p->has_limits)
+		json_array_append_new(ne, json_pack("{s:s, s:s}", "class", "limits", "reason",
+						     "an attached cgroup's limits belong to its owner"));
+	if (r->p->has_env)
+		json_array_append_new(ne, json_pack("{s:s, s:s}", "class", "environment", "reason",
+						     "the processes are running already"));
+	json_array_append_new(ne, json_pack("{s:s, s:s}", "class", "syscalls", "reason",
+					     "the launcher's seccomp filter applies to launched runs only"));
+	json_object_set_new(o, "not_enforced", ne);
+	return o;
+}
+
 int custode_attach(struct custode_engine *e, const struct custode_attach_req *req,
 		   const struct custode_policy_source *src, json_t **out, struct custode_refusal *why)
 {
-	struct custode_attached *a = calloc(1, sizeof(*a)), *others = NULL;
+	struct custode_attached *a = calloc(1, sizeof(*a));
 	struct custode_runstate *st = calloc(1, sizeof(*st));
 	struct custode_program pr = {0};
 	struct custode_resolved_policy r = {0};
 	struct custode_run run = {0};
-	char canon[PATH_MAX], self[PATH_MAX], gate[PATH_MAX], tmp[PATH_MAX], ws[PATH_MAX], probe[PATH_MAX + 32];
+	char canon[PATH_MAX], gate[PATH_MAX];
 	bool state_written = false;
-	int err, n_others, level;
-	__u64 cgid;
+	int err;
 
 	if (!a || !st) {
 		err = custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
@@ -162,151 +354,15 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 				     "exactly one of a profile, a policy name or a bundle is needed");
 		goto out;
 	}
-	/* the cgroup */
-	if (!req->cgroup || !realpath(req->cgroup, canon)) {
-		err = custode_refuse(why, errno ? errno : EINVAL, CUSTODE_REASON_ATTACH_CGROUP, "cgroup %s: %s",
-				     req->cgroup ? req->cgroup : "(none)", strerror(errno ? errno : EINVAL));
+	if ((err = attach_target(e, req->cgroup, canon, gate, a, why)) || (err = check_others(a, gate, why)) ||
+	    (err = attach_policy(req, src, &r, why)) || (err = attach_engine(e, r.p, why)))
 		goto out;
-	}
-	snprintf(probe, sizeof(probe), "%s/cgroup.procs", canon);
-	if (access(probe, F_OK) < 0) {
-		err = custode_refuse(why, ENOTDIR, CUSTODE_REASON_ATTACH_CGROUP, "%s is not a cgroup v2 directory", canon);
-		goto out;
-	}
-	self_cgroup(e->cg_mount, self, sizeof(self));
-	if ((err = custode_attach_check_path(e->cg_mount, canon, e->cg_root, (int)e->meta.root_level, self, &level, gate,
-					     sizeof(gate), why)))
-		goto out;
-	if ((err = custode_cgroup_id(canon, &cgid)) || (err = custode_cgroup_id(gate, &a->gate_id))) {
-		err = custode_refuse(why, -err, CUSTODE_REASON_ATTACH_CGROUP, "cgroup id of %s: %s", canon, strerror(-err));
-		goto out;
-	}
-	if (custode_engine_get_run(e, cgid, &run) == 0) {
-		err = custode_refuse(why, EEXIST, CUSTODE_REASON_ATTACH_EXISTS, "%s is already a run", canon);
-		goto out;
-	}
-	others = calloc(MAX_ATTACHED, sizeof(*others));
-	if (!others) {
-		err = custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
-		goto out;
-	}
-	n_others = custode_attached_list(others, MAX_ATTACHED);
-	{
-		__u64 gates[CUSTODE_MAX_GATES + 1];
-		int n_gates = 0;
-
-		for (int i = 0; i < n_others; i++) {
-			bool seen = false;
-
-			if (custode_path_nested(canon, others[i].cgroup)) {
-				char oh[17];
-
-				custode_run_id_format(others[i].run_id, oh);
-				err = custode_refuse(why, EEXIST,
-						     strcmp(canon, others[i].cgroup) ? CUSTODE_REASON_ATTACH_CGROUP
-										     : CUSTODE_REASON_ATTACH_EXISTS,
-						     "%s %s %s, attached as run %s: attached cgroups never nest", canon,
-						     !strcmp(canon, others[i].cgroup)		    ? "is"
-						     : strlen(canon) > strlen(others[i].cgroup) ? "is inside"
-												  : "holds",
-						     others[i].cgroup, oh);
-				goto out;
-			}
-			for (int k = 0; k < n_gates; k++)
-				seen |= gates[k] == others[i].gate_id;
-			if (!seen && n_gates < CUSTODE_MAX_GATES + 1)
-				gates[n_gates++] = others[i].gate_id;
-		}
-		if (n_gates >= CUSTODE_MAX_GATES) {
-			bool ours = false;
-
-			for (int k = 0; k < n_gates; k++)
-				ours |= gates[k] == a->gate_id;
-			if (!ours) {
-				err = custode_refuse(why, ENOSPC, CUSTODE_REASON_ENGINE_MAP_FULL,
-						     "attached runs already lie below %d cgroups at custode's root level (%s "
-						     "would be one more); docs/operations.md",
-						     CUSTODE_MAX_GATES, gate);
-				goto out;
-			}
-		}
-	}
-	/* the policy */
-	if (req->profile)
-		err = custode_source_profile(req->profile, &r, why);
-	else
-		err = custode_source_bundle(req->bundle, req->policy, src, &r, why);
-	if (err)
-		goto out;
-	if (r.p->has_limits && r.p->limits.required) {
-		err = custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
-				     "%s requires limits; an attached cgroup's limits belong to its owner (systemd, the "
-				     "container runtime): attach a policy without \"required\" limits",
-				     r.p->name);
-		goto out;
-	}
-	/* the engine classes the policy needs (loaded if missing) */
-	{
-		unsigned need = classes_needed(r.p);
-
-		if ((need & ~e->meta.classes)) {
-			custode_engine_close(e);
-			if ((err = custode_host_prepare(e, why)) || (err = custode_engine_open(e, need, CUSTODE_ENGINE_LOAD, why))) {
-				/*
-				 * The daemon's one engine handle must survive a refused load
-				 * (e.g. kernel.lsm_unavailable): reopen what is pinned, or
-				 * detach, runs and the reaper would lose the engine.
-				 */
-				struct custode_refusal w = {0};
-
-				custode_engine_close(e);
-				if (custode_host_prepare(e, &w) || custode_engine_open(e, 0, 0, &w))
-					fprintf(stderr, "custode daemon: attach: reopening the engine after a refused load: %s: %s\n",
-						custode_reason_name(w.reason), w.detail);
-				goto out;
-			}
-		}
-	}
-	if ((err = custode_gates_open(why)) < 0)
-		goto out;
-	close(err);
-	err = 0;
 	/* the run and its state, before anything is registered (adoption cleans up a half-made one) */
-	if ((err = new_run_id(e, req, &a->run_id, why)))
+	if ((err = attach_state(e, req, &r, a, st, why)))
 		goto out;
-	if (req->workspace) {
-		if (!realpath(req->workspace, ws)) {
-			err = custode_refuse(why, errno, CUSTODE_REASON_RUN_WORKSPACE, "workspace %s: %s", req->workspace,
-					     strerror(errno));
-			goto out;
-		}
-	} else {
-		custode_state_path(a->run_id, CUSTODE_STATE_UNBOUND_WORKSPACE, ws, sizeof(ws));
-	}
-	/* nothing bound: below a root-only directory, never created */
-	custode_state_path(a->run_id, CUSTODE_STATE_UNBOUND_TMP, tmp, sizeof(tmp));
-	a->cgroup_id = cgid;
-	a->level = level;
-	a->attached_at = (int64_t)time(NULL);
-	snprintf(a->cgroup, sizeof(a->cgroup), "%s", canon);
-	snprintf(a->policy_name, sizeof(a->policy_name), "%s", r.p->name);
-	a->policy_version = r.p->version;
-	snprintf(a->policy_source, sizeof(a->policy_source), "%s", r.source);
-	snprintf(a->policy_ref, sizeof(a->policy_ref), "%s", r.ref);
-	snprintf(a->policy_digest, sizeof(a->policy_digest), "%s", r.digest);
-	snprintf(a->workspace, sizeof(a->workspace), "%s", ws);
-	st->run_id = a->run_id;
-	st->cgroup_id = cgid;
-	st->launcher_pid = getpid(); /* the daemon: no launcher; no <id>.lock, so `custode gc` leaves it alone */
-	st->started = a->attached_at;
-	snprintf(st->cgroup, sizeof(st->cgroup), "%s", canon);
-	snprintf(st->tmp, sizeof(st->tmp), "%s", tmp);
-	snprintf(st->workspace, sizeof(st->workspace), "%s", ws);
-	snprintf(st->policy, sizeof(st->policy), "%s", r.p->name);
-	snprintf(st->source, sizeof(st->source), "%s", r.source);
 	pr.policy = r.p;
-	pr.bindings.workspace = ws;
-	pr.bindings.tmp = tmp;
+	pr.bindings.workspace = st->workspace;
+	pr.bindings.tmp = st->tmp;
 	pr.run_id = a->run_id;
 	if ((err = custode_program_ruleset(e, &pr, why)))
 		goto out;
@@ -320,36 +376,12 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 	if (r.p->has_network && (err = custode_hostaddrs_watch_pid(custode_hostaddrs_cgroup_pid(canon), why)))
 		goto undo;
 	if ((err = custode_program_rules(e, &pr, why)) ||
-	    (err = custode_program_register(e, &pr, cgid, CUSTODE_RUN_ATTACHED, &run, why)))
+	    (err = custode_program_register(e, &pr, a->cgroup_id, CUSTODE_RUN_ATTACHED, &run, why)))
 		goto undo;
 	/* from this update on, the engine finds the cgroup's tasks */
 	if ((err = custode_attach_gates_sync(e, why)))
 		goto undo;
-	*out = custode_attach_run_json(e, cgid, &run, src, false);
-	if (*out && r.not_after) {
-		json_t *pol = json_object_get(*out, "policy");
-
-		json_object_set_new(pol, "not_before", json_integer(r.not_before));
-		json_object_set_new(pol, "not_after", json_integer(r.not_after));
-	}
-	if (*out) {
-		json_object_set_new(json_object_get(*out, "policy"), "digest", json_string(r.digest));
-		json_object_set_new(*out, "level", json_integer(level));
-		json_object_set_new(*out, "gate", json_string(gate));
-	}
-	if (*out) {
-		json_t *ne = json_array();
-
-		if (r.p->has_limits)
-			json_array_append_new(ne, json_pack("{s:s, s:s}", "class", "limits", "reason",
-							     "an attached cgroup's limits belong to its owner"));
-		if (r.p->has_env)
-			json_array_append_new(ne, json_pack("{s:s, s:s}", "class", "environment", "reason",
-							     "the processes are running already"));
-		json_array_append_new(ne, json_pack("{s:s, s:s}", "class", "syscalls", "reason",
-						     "the launcher's seccomp filter applies to launched runs only"));
-		json_object_set_new(*out, "not_enforced", ne);
-	}
+	*out = attach_result(e, a, &run, &r, gate, src);
 	err = 0;
 	goto out;
 undo:
@@ -365,7 +397,6 @@ undo:
 out:
 	custode_program_free(&pr);
 	custode_policy_free(r.p);
-	free(others);
 	free(a);
 	free(st);
 	return err;
