@@ -9,7 +9,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
-#include "run/runstate.h"
+#include "state/runstate.h"
 
 /* ---- run ids ---- */
 

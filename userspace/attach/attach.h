@@ -6,10 +6,13 @@
  * launcher runs; a cgroup outside custode's subtree is found by the engine
  * through custode_gates (include/custode/abi.h, docs/engine.md).
  *
- * State: the run's state file in CUSTODE_RUNS_DIR (<id>.json, the same as a
+ * State (state/state.h): the run's state file <id>.json (the same as a
  * launcher's, so policy updates from bundles reach attached runs too; no
  * <id>.lock: no launcher) and <id>.attach.json (the cgroup, its level and
  * gate, where the policy came from). Library code: refusals, no logging.
+ *
+ * attach.c attaches and detaches; registry.c lists, adopts and reaps every
+ * run, launched or attached.
  */
 #ifndef CUSTODE_ATTACH_H
 #define CUSTODE_ATTACH_H
@@ -20,15 +23,9 @@
 #include <linux/types.h>
 
 #include "bundle/bundle.h"
+#include "bundle/source.h" /* struct custode_policy_source */
 #include "engine/engine.h"
 #include "util/reasons.h"
-
-/* Where named policies and bundles come from (the daemon's --bundles and --trust). */
-struct custode_policy_source {
-	const char *bundles_dir;      /* NULL: no named policies */
-	const struct custode_trust *trust; /* NULL: bundles can't be verified (refused) */
-	const char *state_dir;        /* version floors; NULL: CUSTODE_BUNDLE_STATE_DIR */
-};
 
 struct custode_attach_req {
 	const char *cgroup;    /* a cgroup v2 directory */
@@ -102,7 +99,7 @@ int custode_attach_adopt(struct custode_engine *e, const struct custode_policy_s
 /* Reap runs whose cgroup vanished (periodically, in the daemon). Returns how many. */
 int custode_attach_reap_vanished(struct custode_engine *e, custode_attach_report_fn report, void *ctx);
 
-/* Read the attached runs' state (CUSTODE_RUNS_DIR/<id>.attach.json). Returns how many (at most max). */
+/* Read the attached runs' state (<id>.attach.json). Returns how many (at most max). */
 int custode_attached_list(struct custode_attached *out, int max);
 int custode_attached_read(__u64 run_id, struct custode_attached *out);
 
@@ -121,22 +118,5 @@ int custode_attach_check_path(const char *mount, const char *path, const char *c
 
 /* Does one of these paths contain the other (or are they equal)? Whole components only. */
 bool custode_path_nested(const char *a, const char *b);
-
-/*
- * The gate table for a set of attached runs (gate id, level), computed from
- * the current table so that concurrent BPF readers stay safe
- * (include/custode/abi.h): phase1 drops what is gone and updates levels of
- * gates that stay; phase2 adds new gates into slots phase1 left free.
- * -ENOSPC when more distinct gates than CUSTODE_MAX_GATES are needed.
- */
-struct custode_gate_want {
-	__u64 gate_id;
-	int level_bit; /* level - root_level */
-};
-int custode_gates_plan(const struct custode_gates *cur, const struct custode_gate_want *want, size_t n,
-		       struct custode_gates *phase1, struct custode_gates *phase2);
-
-/* The cgroup v2 path of a cgroup id (open_by_handle_at), for registrations without state. */
-int custode_cgroup_path_by_id(const char *mount, __u64 id, char *out, size_t len);
 
 #endif

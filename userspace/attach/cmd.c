@@ -12,7 +12,7 @@
 #include "attach/cmd.h"
 #include "daemon/control.h"
 #include "engine/engine.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 #include "util/reasons.h"
 
 #define EXIT_REFUSED 125

@@ -319,3 +319,37 @@ int custode_cgroup_move(const char *path, int pid)
 	snprintf(buf, sizeof(buf), "%d", pid);
 	return custode_write_str(file, buf);
 }
+
+int custode_cgroup_path_by_id(const char *mount, __u64 id, char *out, size_t len)
+{
+	struct {
+		struct file_handle fh;
+		__u64 id;
+	} h;
+	char link[64];
+	ssize_t n;
+	int mfd, fd, err = 0;
+
+	memset(&h, 0, sizeof(h));
+	h.fh.handle_bytes = sizeof(__u64);
+	h.fh.handle_type = 0xfe; /* FILEID_KERNFS: cgroup2 exports the kernfs node id */
+	memcpy(h.fh.f_handle, &id, sizeof(id));
+	mfd = open(mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	fd = open_by_handle_at(mfd, &h.fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno == ESTALE ? -ENOENT : -errno;
+		close(mfd);
+		return err;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, out, len - 1);
+	if (n <= 0)
+		err = n < 0 ? -errno : -ENOENT;
+	else
+		out[n] = 0;
+	close(fd);
+	close(mfd);
+	return err;
+}

@@ -45,4 +45,7 @@ int custode_cgroup_remove(const char *path);
 /* Write pid into path/cgroup.procs. */
 int custode_cgroup_move(const char *path, int pid);
 
+/* The cgroup v2 path of a cgroup id (open_by_handle_at), for registrations without state. */
+int custode_cgroup_path_by_id(const char *mount, __u64 id, char *out, size_t len);
+
 #endif

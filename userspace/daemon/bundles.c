@@ -15,7 +15,7 @@
 
 #include "daemon/bundles.h"
 #include "metrics/metrics.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 #include "run/swap.h"
 
 #define MAX_CANDIDATES 256
@@ -107,22 +107,19 @@ static bool refused_before(struct custode_bundle_watch *w, const char *path, con
 /* Swap every live run that started from this policy name's bundle and isn't at this version yet. */
 static void apply(struct custode_engine *e, const struct candidate *c)
 {
-	DIR *d = opendir(CUSTODE_RUNS_DIR);
-	struct dirent *de;
+	DIR *d = custode_state_list_open();
+	__u64 id;
 
 	if (!d)
 		return;
-	while ((de = readdir(d))) {
+	while (custode_state_list_next(d, CUSTODE_STATE_RUN, &id)) {
 		struct custode_refusal why = {0};
 		struct custode_runstate st;
 		struct custode_run run;
-		char *dot = strrchr(de->d_name, '.'), hex[17];
-		__u64 id;
+		char hex[17];
 
-		if (!dot || strcmp(dot, ".json") || dot - de->d_name != 16)
-			continue;
-		snprintf(hex, sizeof(hex), "%.16s", de->d_name);
-		if (custode_run_id_parse(hex, &id) < 0 || custode_runstate_read(id, &st) < 0)
+		custode_run_id_format(id, hex);
+		if (custode_runstate_read(id, &st) < 0)
 			continue;
 		if (strcmp(st.source, "bundle") || strcmp(st.policy, c->info.name))
 			continue;

@@ -34,7 +34,7 @@
 #include "engine/engine.h"
 #include "events/events.h"
 #include "policy/net.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
 

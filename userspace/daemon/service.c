@@ -24,7 +24,7 @@
 #include "daemon/stream.h"
 #include "dns/resolver.h"
 #include "metrics/metrics.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 #include "util/fsutil.h"
 
 #define SNAPSHOT_MS 2000

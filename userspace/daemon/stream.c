@@ -17,7 +17,7 @@
 #include "custode/abi.h"
 #include "daemon/loop.h"
 #include "daemon/stream.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 #include "util/reasons.h"
 
 #define MAX_FOLLOWERS 64

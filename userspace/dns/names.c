@@ -7,18 +7,14 @@
 #include <jansson.h>
 
 #include "dns/names.h"
-#include "engine/engine.h"
-#include "run/runstate.h"
+#include "state/state.h"
 #include "util/fsutil.h"
 
 #define NAMES_VERSION 1
 
 void custode_dns_names_path(__u64 run_id, char *out, size_t len)
 {
-	char hex[17];
-
-	custode_run_id_format(run_id, hex);
-	snprintf(out, len, "%s/%s.names.json", CUSTODE_RUNS_DIR, hex);
+	custode_state_path(run_id, CUSTODE_STATE_NAMES, out, len);
 }
 
 static int cmp_port(const void *a, const void *b)

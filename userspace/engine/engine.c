@@ -87,7 +87,7 @@ int custode_engine_lock(void)
 
 	if (custode_mkdir_p(CUSTODE_STATE_DIR, 0700) < 0)
 		return -errno;
-	fd = open(CUSTODE_STATE_DIR "/engine.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(CUSTODE_ENGINE_LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	while (flock(fd, LOCK_EX) < 0) {
@@ -674,7 +674,7 @@ int custode_engine_open(struct custode_engine *e, unsigned need, unsigned flags,
 	if (lock < 0)
 		return custode_refuse(why, -lock, CUSTODE_REASON_RUN_SETUP_FAILED, "engine lock: %s", strerror(-lock));
 	if (e->users_fd < 0) {
-		e->users_fd = open(CUSTODE_STATE_DIR "/engine.users", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		e->users_fd = open(CUSTODE_ENGINE_USERS_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (e->users_fd < 0 || flock(e->users_fd, LOCK_SH) < 0) {
 			err = custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "engine users lock: %s",
 					     strerror(errno));

@@ -14,10 +14,8 @@
 #include "custode/abi.h"
 #include "policy/compile.h"
 #include "policy/net.h"
+#include "state/state.h"
 #include "util/reasons.h"
-
-#define CUSTODE_STATE_DIR "/run/custode"
-#define CUSTODE_RUNS_DIR CUSTODE_STATE_DIR "/runs"
 
 struct custode_engine {
 	int runs_fd;

@@ -17,7 +17,7 @@
 
 #include "engine/self.h"
 #include "events/events.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 #include "util/fsutil.h"
 
 #define POLICY_SLOTS 1024

@@ -17,7 +17,7 @@
 #include "custode/addr.h"
 #include "policy/net.h"
 #include "policy/policy.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 #include "bundle/timeutil.h"
 #include "util/reasons.h"
 

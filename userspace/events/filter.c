@@ -8,7 +8,7 @@
 
 #include "bundle/timeutil.h"
 #include "events/events.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 #include "util/reasons.h"
 
 int custode_event_since_parse(const char *s, int64_t now_wall_ns, int64_t *out_wall_ns)

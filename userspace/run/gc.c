@@ -43,23 +43,18 @@ static void report(bool json, const char *hex, const char *what, int err)
 /* Orphans known from state files: launcher gone means the run lock is free. */
 static int reap_state_files(struct custode_engine *e, bool json)
 {
-	DIR *d = opendir(CUSTODE_RUNS_DIR);
-	struct dirent *de;
+	DIR *d = custode_state_list_open();
 	int failed = 0;
+	__u64 id;
 
 	if (!d)
 		return 0;
-	while ((de = readdir(d))) {
+	while (custode_state_list_next(d, CUSTODE_STATE_LOCK, &id)) {
 		struct custode_runstate st;
-		char *dot = strrchr(de->d_name, '.'), hex[17];
-		__u64 id;
+		char hex[17];
 		int fd, err;
 
-		if (!dot || strcmp(dot, ".lock") != 0 || dot - de->d_name != 16)
-			continue;
-		snprintf(hex, sizeof(hex), "%.16s", de->d_name);
-		if (custode_run_id_parse(hex, &id) < 0)
-			continue;
+		custode_run_id_format(id, hex);
 		fd = custode_runlock_try(id);
 		if (fd < 0)
 			continue; /* launcher alive (or unreadable): not ours to touch */
@@ -97,14 +92,12 @@ static int reap_cgroups(struct custode_engine *e, bool json)
 	while ((de = readdir(d))) {
 		struct custode_runstate st;
 		struct custode_run run;
-		char lockpath[PATH_MAX];
 		__u64 id;
 		int err;
 
 		if (de->d_type != DT_DIR || strncmp(de->d_name, "run-", 4) != 0 || custode_run_id_parse(de->d_name, &id) < 0)
 			continue;
-		snprintf(lockpath, sizeof(lockpath), "%s/%s.lock", CUSTODE_RUNS_DIR, de->d_name + 4);
-		if (access(lockpath, F_OK) == 0)
+		if (custode_runlock_exists(id))
 			continue; /* handled through its state file */
 		memset(&st, 0, sizeof(st));
 		st.run_id = id;

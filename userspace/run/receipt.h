@@ -15,7 +15,7 @@
 #include "policy/policy.h"
 #include "run/env.h"
 #include "run/limits.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 #include "run/user.h"
 #include "custode/resolver.h"
 

@@ -6,7 +6,7 @@
 #include "engine/engine.h"
 #include "policy/compile.h"
 #include "policy/net.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 
 /*
  * End a run: deny everything from now on (cancelled flag), kill the cgroup,

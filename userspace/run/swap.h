@@ -11,7 +11,7 @@
 
 #include "engine/engine.h"
 #include "policy/policy.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
 
 /*
  * Swap st's run to policy p. Refused (policy.unsupported) when p needs what

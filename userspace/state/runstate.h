@@ -5,12 +5,14 @@
  * launcher for its whole life (lockable means orphaned); <id>.json holds the
  * state, written atomically.
  */
-#ifndef CUSTODE_RUNSTATE_H
-#define CUSTODE_RUNSTATE_H
+#ifndef CUSTODE_STATE_RUNSTATE_H
+#define CUSTODE_STATE_RUNSTATE_H
 
 #include <limits.h>
 #include <stdint.h>
 #include <linux/types.h>
+
+#include "state/state.h" /* run ids, the run lock */
 
 struct custode_runstate {
 	__u64 run_id;
@@ -27,18 +29,9 @@ struct custode_runstate {
 	int n_allows;
 };
 
-/* "0123456789abcdef" */
-void custode_run_id_format(__u64 id, char out[17]);
-int custode_run_id_parse(const char *s, __u64 *id);
-
 int custode_runstate_write(const struct custode_runstate *st);
 int custode_runstate_read(__u64 run_id, struct custode_runstate *st);
 int custode_runstate_parse(const char *text, struct custode_runstate *st);
 void custode_runstate_remove(__u64 run_id);
-
-/* Create and flock <id>.lock; returns the fd (kept open for the launcher's life). */
-int custode_runlock_take(__u64 run_id);
-/* Try to flock <id>.lock without blocking: fd if the launcher is gone, -EWOULDBLOCK if alive. */
-int custode_runlock_try(__u64 run_id);
 
 #endif

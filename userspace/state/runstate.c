@@ -1,49 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/file.h>
 #include <jansson.h>
 
-#include "engine/engine.h"
-#include "run/runstate.h"
+#include "state/runstate.h"
+#include "state/state.h"
 #include "util/fsutil.h"
-
-void custode_run_id_format(__u64 id, char out[17])
-{
-	snprintf(out, 17, "%016" PRIx64, (uint64_t)id);
-}
-
-int custode_run_id_parse(const char *s, __u64 *id)
-{
-	__u64 v = 0;
-
-	if (strncmp(s, "run-", 4) == 0)
-		s += 4;
-	if (strlen(s) != 16)
-		return -EINVAL;
-	for (int i = 0; i < 16; i++) {
-		char c = s[i];
-		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-		if (d < 0)
-			return -EINVAL;
-		v = v << 4 | (__u64)d;
-	}
-	*id = v;
-	return 0;
-}
-
-static void state_path(__u64 run_id, const char *ext, char *out, size_t len)
-{
-	char hex[17];
-
-	custode_run_id_format(run_id, hex);
-	snprintf(out, len, "%s/%s.%s", CUSTODE_RUNS_DIR, hex, ext);
-}
 
 int custode_runstate_write(const struct custode_runstate *st)
 {
@@ -70,7 +35,7 @@ int custode_runstate_write(const struct custode_runstate *st)
 	json_decref(o);
 	if (!text)
 		return -ENOMEM;
-	state_path(st->run_id, "json", path, sizeof(path));
+	custode_state_path(st->run_id, CUSTODE_STATE_RUN, path, sizeof(path));
 	err = custode_write_file_atomic(path, text, strlen(text), 0600);
 	free(text);
 	return err;
@@ -145,7 +110,7 @@ int custode_runstate_read(__u64 run_id, struct custode_runstate *st)
 	char path[PATH_MAX], *text = NULL;
 	int err;
 
-	state_path(run_id, "json", path, sizeof(path));
+	custode_state_path(run_id, CUSTODE_STATE_RUN, path, sizeof(path));
 	err = custode_read_file(path, 1 << 20, &text, NULL);
 	if (err)
 		return err;
@@ -158,35 +123,8 @@ void custode_runstate_remove(__u64 run_id)
 {
 	char path[PATH_MAX];
 
-	state_path(run_id, "json", path, sizeof(path));
+	custode_state_path(run_id, CUSTODE_STATE_RUN, path, sizeof(path));
 	unlink(path);
-	state_path(run_id, "lock", path, sizeof(path));
+	custode_state_path(run_id, CUSTODE_STATE_LOCK, path, sizeof(path));
 	unlink(path);
-}
-
-static int lock_open(__u64 run_id, int how)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	state_path(run_id, "lock", path, sizeof(path));
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, how) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-int custode_runlock_take(__u64 run_id)
-{
-	return lock_open(run_id, LOCK_EX | LOCK_NB);
-}
-
-int custode_runlock_try(__u64 run_id)
-{
-	return lock_open(run_id, LOCK_EX | LOCK_NB);
 }

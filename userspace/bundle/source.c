@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Where a policy comes from: a built-in profile, a named policy among verified bundles, a bundle file (source.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <jansson.h>
+
+#include "bundle/jcs.h"
+#include "bundle/source.h"
+#include "policy/profiles.h"
+
+/* sha256 of the JCS form of the document's content (what contentDigest means). */
+void custode_policy_content_digest(const char *text, size_t len, char out[80])
+{
+	json_t *doc = json_loadb(text, len, 0, NULL);
+
+	out[0] = 0;
+	if (doc && custode_jcs_sha256(json_object_get(doc, "content"), out, NULL, 0) < 0)
+		out[0] = 0;
+	json_decref(doc);
+}
+
+int custode_source_profile(const char *name, struct custode_resolved_policy *r, struct custode_refusal *why)
+{
+	const struct custode_builtin_profile *bp = custode_profile_find(name);
+	int err;
+
+	if (!bp)
+		return custode_refuse(why, ENOENT, CUSTODE_REASON_POLICY_UNKNOWN_PROFILE,
+				      "no built-in profile named '%s' (see `custode profiles`)", name);
+	if ((err = custode_policy_parse(bp->text, bp->len, &r->p, why)))
+		return err;
+	snprintf(r->source, sizeof(r->source), "profile");
+	snprintf(r->ref, sizeof(r->ref), "%s", bp->name);
+	custode_policy_content_digest(bp->text, bp->len, r->digest);
+	return 0;
+}
+
+/* The highest version of a named policy among the verified bundles of dir (path and info out). */
+int custode_source_find_named(const char *dir, const char *name, __u64 want_version,
+			      const struct custode_policy_source *src, struct custode_policy **out,
+			      struct custode_bundle_info *info, char *path_out, size_t path_len,
+			      struct custode_refusal *why)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int64_t now = (int64_t)time(NULL);
+	bool found = false;
+
+	if (!d)
+		return custode_refuse(why, errno, CUSTODE_REASON_POLICY_UNKNOWN_PROFILE, "bundles %s: %s", dir,
+				      strerror(errno));
+	while ((de = readdir(d))) {
+		struct custode_refusal w = {0};
+		struct custode_policy *p = NULL;
+		struct custode_bundle_info i;
+		char path[PATH_MAX];
+		struct stat st;
+
+		if (de->d_name[0] == '.') /* ".", "..", a ConfigMap's "..data" internals */
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (custode_bundle_verify_file(path, src->trust, now, &p, &i, &w) < 0)
+			continue;
+		if (strcmp(i.name, name) || (want_version != (__u64)-1 && i.version != want_version) ||
+		    (found && i.version <= info->version) || custode_bundle_floor_check(src->state_dir, &i, &w) < 0) {
+			custode_policy_free(p);
+			continue;
+		}
+		if (found)
+			custode_policy_free(*out);
+		*out = p;
+		*info = i;
+		snprintf(path_out, path_len, "%s", path);
+		found = true;
+	}
+	closedir(d);
+	if (!found)
+		return custode_refuse(why, ENOENT, CUSTODE_REASON_POLICY_UNKNOWN_PROFILE,
+				      "no bundle in %s verifies as policy '%s'%s", dir, name,
+				      want_version != (__u64)-1 ? " at that version" : "");
+	return 0;
+}
+
+int custode_source_bundle(const char *path, const char *name, const struct custode_policy_source *src,
+			  struct custode_resolved_policy *r, struct custode_refusal *why)
+{
+	struct custode_bundle_info info;
+	int err;
+
+	if (!src || !src->trust)
+		return custode_refuse(why, EPERM, CUSTODE_REASON_BUNDLE_KEY,
+				      "the daemon has no trusted keys (start it with --bundles DIR --trust KEY)");
+	if (name) {
+		if (!src->bundles_dir)
+			return custode_refuse(why, ENOENT, CUSTODE_REASON_POLICY_UNKNOWN_PROFILE,
+					      "the daemon watches no bundles (--bundles DIR) to find policy '%s' in", name);
+		if ((err = custode_source_find_named(src->bundles_dir, name, (__u64)-1, src, &r->p, &info, r->ref, sizeof(r->ref), why)))
+			return err;
+		/* the floor first, as every consumer of a bundle does (docs/bundles.md) */
+		if ((err = custode_bundle_accept(src->state_dir, &info, NULL, why))) {
+			custode_policy_free(r->p);
+			r->p = NULL;
+			return err;
+		}
+	} else {
+		if ((err = custode_bundle_load(path, src->trust, (int64_t)time(NULL), src->state_dir, &r->p, &info, why)))
+			return err;
+		if (!realpath(path, r->ref))
+			snprintf(r->ref, sizeof(r->ref), "%s", path);
+	}
+	snprintf(r->source, sizeof(r->source), "bundle");
+	snprintf(r->digest, sizeof(r->digest), "%s", info.digest);
+	r->not_before = info.not_before;
+	r->not_after = info.not_after;
+	return 0;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Where a policy comes from, for runs the daemon makes (attach) and checks
+ * (adoption, `custode runs --verify`): a built-in profile by name, the
+ * highest verified version of a named policy among the bundles of a
+ * directory, or one bundle file. Library code: refusals, no logging.
+ */
+#ifndef CUSTODE_BUNDLE_SOURCE_H
+#define CUSTODE_BUNDLE_SOURCE_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+#include "bundle/bundle.h"
+#include "policy/policy.h"
+#include "util/reasons.h"
+
+/* Where named policies and bundles come from (the daemon's --bundles and --trust). */
+struct custode_policy_source {
+	const char *bundles_dir;      /* NULL: no named policies */
+	const struct custode_trust *trust; /* NULL: bundles can't be verified (refused) */
+	const char *state_dir;        /* version floors; NULL: CUSTODE_BUNDLE_STATE_DIR */
+};
+
+/* A policy and where it came from. */
+struct custode_resolved_policy {
+	struct custode_policy *p; /* the caller frees it */
+	char source[16];          /* "profile", "bundle" */
+	char ref[PATH_MAX];       /* the profile's name, or the bundle file (canonical) */
+	char digest[80];
+	int64_t not_before, not_after; /* bundles */
+};
+
+/* sha256 of the JCS form of a policy document's "content" ("" if it has none). */
+void custode_policy_content_digest(const char *text, size_t len, char out[80]);
+
+/* A built-in profile. */
+int custode_source_profile(const char *name, struct custode_resolved_policy *r, struct custode_refusal *why);
+
+/*
+ * The highest version of policy `name` (exactly want_version unless it is
+ * (__u64)-1) among the bundles of dir that verify against src->trust and
+ * pass the version floor: the policy, its bundle's info and path out.
+ */
+int custode_source_find_named(const char *dir, const char *name, __u64 want_version,
+			      const struct custode_policy_source *src, struct custode_policy **out,
+			      struct custode_bundle_info *info, char *path_out, size_t path_len,
+			      struct custode_refusal *why);
+
+/*
+ * A named policy (name non-NULL: found in src->bundles_dir, then accepted:
+ * the floor raised) or a bundle file (path: verified and accepted).
+ */
+int custode_source_bundle(const char *path, const char *name, const struct custode_policy_source *src,
+			  struct custode_resolved_policy *r, struct custode_refusal *why);
+
+#endif

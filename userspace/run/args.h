@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `custode run`'s command line (run.c's, nobody else's). */
+#ifndef CUSTODE_RUN_ARGS_H
+#define CUSTODE_RUN_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy/net.h"
+
+#define MAX_ALLOWS 256
+#define MAX_TRUST 32
+
+struct run_opts {
+	const char *profile;
+	const char *policy_file;
+	const char *bundle;
+	const char *trust[MAX_TRUST];
+	size_t n_trust;
+	struct custode_allow allows[MAX_ALLOWS];
+	const char *allow_strs[MAX_ALLOWS];
+	size_t n_allows;
+	bool profile_set;
+	const char *workspace;
+	const char *user;
+	const char *receipt;
+	long timeout_sec;
+	bool audit;
+	char **argv;
+};
+
+/* 0: run; 1: --help was printed; -1: refused (said on stderr). */
+int custode_run_args_parse(int argc, char **argv, struct run_opts *o);
+
+#endif
