@@ -18,7 +18,7 @@
 #include "engine/hostaddrs.h"
 #include "attach/attach.h"
 #include "bundle/jcs.h"
-#include "bundle/timeutil.h"
+#include "util/time.h"
 #include "cgroup/cgroup.h"
 #include "dns/launch.h"
 #include "dns/names.h"

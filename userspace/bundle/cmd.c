@@ -17,7 +17,7 @@
 #include "bundle/dsse.h"
 #include "bundle/keys.h"
 #include "bundle/sign.h"
-#include "bundle/timeutil.h"
+#include "util/time.h"
 #include "policy/profiles.h"
 #include "util/fsutil.h"
 
@@ -302,7 +302,7 @@ static int cmd_sign(int argc, char **argv)
 							      "(at most 10 years)", optarg);
 			break;
 		case 'n':
-			if (custode_time_parse(optarg, &not_before) < 0 || not_before < 0)
+			if (custode_time_parse(optarg, 0, &not_before, NULL) < 0 || not_before < 0)
 				return usage_error(sign_help, "--not-before '%s': must be YYYY-MM-DDTHH:MM:SSZ", optarg);
 			break;
 		case 'P':

@@ -37,6 +37,7 @@
 #include "run/runstate.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
+#include "util/time.h"
 
 #define EXIT_REFUSED 125
 
@@ -255,7 +256,7 @@ static void stream_decision(const struct custode_resolver_decision *d)
 	json_t *o, *addrs = json_array();
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	custode_event_time_format((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, when, sizeof(when));
+	custode_time_format_ns((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, 6, when, sizeof(when));
 	custode_run_id_format(d->run_id, hex);
 	for (size_t i = 0; i < d->n_addrs; i++)
 		json_array_append_new(addrs, json_string(custode_addr_format(d->addrs[i], a, sizeof(a))));
@@ -277,15 +278,13 @@ static void log_decision(void *ctx, const struct custode_resolver_decision *d)
 	char hex[17], when[32], a[64], *text;
 	json_t *o, *addrs;
 	struct timespec ts;
-	struct tm tm;
 
 	if (d->reason || d->dropped)
 		stream_decision(d);
 	if (!lg->verbose && !d->reason && !d->dropped)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	custode_time_format(ts.tv_sec, when, sizeof(when));
 	custode_run_id_format(d->run_id, hex);
 	addrs = json_array();
 	for (size_t i = 0; i < d->n_addrs; i++)
