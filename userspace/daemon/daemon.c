@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <jansson.h>
 
+#include "cli/exit.h"
 #include "custode/resolver.h"
 #include "engine/hostaddrs.h"
 #include "daemon/bundles.h"
@@ -39,8 +40,6 @@
 #include "util/reasons.h"
 #include "util/sockaddr.h"
 #include "util/time.h"
-
-#define EXIT_REFUSED 125
 
 static volatile sig_atomic_t stop;
 

@@ -22,6 +22,7 @@
 
 #include "bundle/bundle.h"
 #include "cgroup/cgroup.h"
+#include "cli/exit.h"
 #include "dns/launch.h"
 #include "dns/names.h"
 #include "dns/resolver.h"
@@ -38,11 +39,6 @@
 #include "run/user.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
-
-#define EXIT_REFUSED 125
-#define EXIT_CANNOT_EXEC 126
-#define EXIT_NOT_FOUND 127
-#define EXIT_TIMEOUT 124
 
 #define MAX_ALLOWS 256
 #define MAX_TRUST 32
