@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * custode's exit statuses: the one list. Users script against these
- * (DESIGN.md "Contracts", docs/bundles.md, each command's --help); a value
- * here never changes. 0 is success; EXIT_FAILURE (1) is a command's own
+ * (README.md, docs/operations.md, docs/bundles.md, each command's --help);
+ * a value here never changes. 0 is success; EXIT_FAILURE (1) is a command's own
  * failure where its --help says so (doctor, engine, daemon).
  *
  * The 124-127 range follows timeout(1), env(1) and chroot(1), so
