@@ -736,7 +736,7 @@ Test(stream_history, replay_oldest_first_bounded_and_filtered)
 
 	memset(&f, 0, sizeof(f));
 	f.has_since = true;
-	custode_event_time_parse("2026-01-01T00:00:00.000001Z", &f.since_wall_ns);
+	custode_time_parse_ns("2026-01-01T00:00:00.000001Z", &f.since_wall_ns);
 	memset(&t, 0, sizeof(t));
 	cr_expect_eq(custode_stream_replay(&f, take, &t), 0, "all records are from before");
 	custode_stream_close();

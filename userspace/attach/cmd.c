@@ -10,12 +10,12 @@
 
 #include "attach/attach.h"
 #include "attach/cmd.h"
+#include "cli/exit.h"
 #include "daemon/control.h"
 #include "engine/engine.h"
 #include "state/runstate.h"
 #include "util/reasons.h"
 
-#define EXIT_REFUSED 125
 /*
  * How long to wait for the daemon's answer. An attach may load engine
  * classes first (seconds on a slow or emulated host): giving up early would

@@ -17,7 +17,7 @@
 #include "attach/attach.h"
 #include "attach/registry.h"
 #include "bundle/source.h"
-#include "bundle/timeutil.h"
+#include "util/time.h"
 #include "cgroup/cgroup.h"
 #include "dns/names.h"
 #include "engine/gates.h"

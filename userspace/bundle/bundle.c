@@ -15,7 +15,7 @@
 #include "bundle/jcs.h"
 #include "bundle/keys.h"
 #include "bundle/sign.h"
-#include "bundle/timeutil.h"
+#include "util/time.h"
 
 #define REFUSE(why, err, r, ...) custode_refuse(why, err, CUSTODE_REASON_BUNDLE_##r, __VA_ARGS__)
 

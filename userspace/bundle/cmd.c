@@ -17,12 +17,10 @@
 #include "bundle/dsse.h"
 #include "bundle/keys.h"
 #include "bundle/sign.h"
-#include "bundle/timeutil.h"
+#include "cli/exit.h"
+#include "util/time.h"
 #include "policy/profiles.h"
 #include "util/fsutil.h"
-
-#define EXIT_REFUSED 1
-#define EXIT_USAGE 2
 
 static const char keygen_help[] =
 	"usage: custode bundle keygen --out KEY [--p256]\n"
@@ -144,7 +142,7 @@ static int refused(const char *verb, const struct custode_refusal *why)
 		custode_reason_name(why->reason) ? custode_reason_name(why->reason) : "unknown");
 	put_clean(stderr, why->detail, strlen(why->detail));
 	fputc('\n', stderr);
-	return EXIT_REFUSED;
+	return EXIT_BUNDLE_REFUSED;
 }
 
 static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
@@ -269,7 +267,7 @@ static int cmd_sign(int argc, char **argv)
 	char *text = NULL, *payload = NULL, *env = NULL;
 	size_t n_keys = 0, n_sigs = 0, text_len = 0, payload_len = 0, pae_len = 0, env_len = 0;
 	unsigned long long u;
-	int c, rc = EXIT_REFUSED, err;
+	int c, rc = EXIT_BUNDLE_REFUSED, err;
 
 	memset(sigs, 0, sizeof(sigs));
 	optind = 1;
@@ -302,7 +300,7 @@ static int cmd_sign(int argc, char **argv)
 							      "(at most 10 years)", optarg);
 			break;
 		case 'n':
-			if (custode_time_parse(optarg, &not_before) < 0 || not_before < 0)
+			if (custode_time_parse(optarg, 0, &not_before, NULL) < 0 || not_before < 0)
 				return usage_error(sign_help, "--not-before '%s': must be YYYY-MM-DDTHH:MM:SSZ", optarg);
 			break;
 		case 'P':
@@ -346,7 +344,7 @@ static int cmd_sign(int argc, char **argv)
 		text = strndup(bp->text, bp->len);
 		text_len = bp->len;
 		if (!text)
-			return EXIT_REFUSED;
+			return EXIT_BUNDLE_REFUSED;
 	} else if (read_input(argv[optind], &text, &text_len, &why)) {
 		return refused("sign", &why);
 	}
@@ -478,7 +476,7 @@ static int cmd_verify(int argc, char **argv)
 	size_t n_trust = 0;
 	unsigned long long u;
 	int64_t now;
-	int c, rc = EXIT_REFUSED;
+	int c, rc = EXIT_BUNDLE_REFUSED;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
@@ -528,7 +526,7 @@ static int cmd_verify(int argc, char **argv)
 		return usage_error(verify_help, "--state-dir: empty");
 
 	if (custode_trust_new(&trust))
-		return EXIT_REFUSED;
+		return EXIT_BUNDLE_REFUSED;
 	for (size_t i = 0; i < n_trust; i++)
 		if (custode_trust_add_file(trust, trust_files[i], &why) < 0)
 			goto fail;

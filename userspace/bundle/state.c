@@ -25,7 +25,7 @@
 #include <jansson.h>
 
 #include "bundle/bundle.h"
-#include "bundle/timeutil.h"
+#include "util/time.h"
 #include "util/fsutil.h"
 
 #define FLOOR_SCHEMA "custode.bundle-floor/v1"
@@ -176,7 +176,7 @@ static int read_floor(int dfd, const char *dir, const char *fname, const char *n
 		CORRUPT("digest is not sha256:<64 hex>", dir, fname);
 	snprintf(out->digest, sizeof(out->digest), "%s", json_string_value(v));
 	v = json_object_get(doc, "acceptedAt");
-	if (!json_is_string(v) || custode_time_parse(json_string_value(v), &out->accepted_at) < 0)
+	if (!json_is_string(v) || custode_time_parse(json_string_value(v), 0, &out->accepted_at, NULL) < 0)
 		CORRUPT("acceptedAt is not an RFC 3339 UTC time", dir, fname);
 	snprintf(out->name, sizeof(out->name), "%s", name);
 #undef CORRUPT

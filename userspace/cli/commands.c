@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "cli/exit.h"
 #include "engine/engine.h"
 #include "policy/policy.h"
 #include "policy/profiles.h"
@@ -182,7 +183,7 @@ int custode_cmd_engine(int argc, char **argv)
 	return 0;
 fail:
 	fprintf(stderr, "custode: engine: %s: %s\n", custode_reason_name(why.reason), why.detail);
-	return why.reason == CUSTODE_REASON_PRIVILEGE_REQUIRED ? 125 : 1;
+	return why.reason == CUSTODE_REASON_PRIVILEGE_REQUIRED ? EXIT_REFUSED : EXIT_FAILURE;
 }
 
 int custode_cmd_profiles(int argc, char **argv)

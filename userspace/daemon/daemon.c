@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <jansson.h>
 
+#include "cli/exit.h"
 #include "custode/resolver.h"
 #include "engine/hostaddrs.h"
 #include "daemon/bundles.h"
@@ -37,8 +38,8 @@
 #include "state/runstate.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
-
-#define EXIT_REFUSED 125
+#include "util/sockaddr.h"
+#include "util/time.h"
 
 static volatile sig_atomic_t stop;
 
@@ -111,63 +112,18 @@ static void usage(FILE *f)
 
 int custode_daemon_parse_upstream(const char *s, struct sockaddr_storage *out, socklen_t *len)
 {
-	char host[INET6_ADDRSTRLEN + 1];
-	const char *port_s = NULL;
-	struct sockaddr_in *s4 = (struct sockaddr_in *)out;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)out;
-	long port = 53;
-	size_t hl;
+	struct sockaddr_storage ss;
+	socklen_t l;
 
-	memset(out, 0, sizeof(*out));
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-		if (!close || (close[1] && close[1] != ':'))
-			return -EINVAL;
-		hl = (size_t)(close - s - 1);
-		if (hl >= sizeof(host))
-			return -EINVAL;
-		memcpy(host, s + 1, hl);
-		host[hl] = 0;
-		if (close[1])
-			port_s = close + 2;
-	} else if (strchr(s, ':') && strchr(s, ':') == strrchr(s, ':')) {
-		const char *colon = strchr(s, ':');
-		hl = (size_t)(colon - s);
-		if (hl >= sizeof(host))
-			return -EINVAL;
-		memcpy(host, s, hl);
-		host[hl] = 0;
-		port_s = colon + 1;
-	} else {
-		if (strlen(s) >= sizeof(host))
-			return -EINVAL;
-		snprintf(host, sizeof(host), "%s", s);
-	}
-	if (port_s) {
-		char *end;
-		if (*port_s < '0' || *port_s > '9')
-			return -EINVAL;
-		errno = 0;
-		port = strtol(port_s, &end, 10);
-		if (errno || *end || port < 1 || port > 65535)
-			return -EINVAL;
-	}
-	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons((uint16_t)port);
-		*len = sizeof(*s4);
-	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*s6);
-	} else {
+	if (custode_sockaddr_parse(s, 53, &ss, &l) < 0)
 		return -EINVAL;
-	}
 	/* the resolver's own port on loopback would ask itself */
-	if (port == CUSTODE_RESOLVER_PORT &&
-	    ((s4->sin_family == AF_INET && (ntohl(s4->sin_addr.s_addr) >> 24) == 127) ||
-	     (s6->sin6_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))))
+	if (custode_sockaddr_port(&ss) == CUSTODE_RESOLVER_PORT &&
+	    ((ss.ss_family == AF_INET && (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127) ||
+	     (ss.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr))))
 		return -EINVAL;
+	*out = ss;
+	*len = l;
 	return 0;
 }
 
@@ -202,22 +158,6 @@ size_t custode_daemon_resolv_conf(const char *text, struct sockaddr_storage *out
 		line = eol ? eol + 1 : NULL;
 	}
 	return n;
-}
-
-static const char *sa_format(const struct sockaddr_storage *sa, char *buf, size_t len)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	if (sa->ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-		snprintf(buf, len, "%s:%u", a, ntohs(s4->sin_port));
-	} else {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-		snprintf(buf, len, "[%s]:%u", a, ntohs(s6->sin6_port));
-	}
-	return buf;
 }
 
 struct logger {
@@ -255,7 +195,7 @@ static void stream_decision(const struct custode_resolver_decision *d)
 	json_t *o, *addrs = json_array();
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	custode_event_time_format((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, when, sizeof(when));
+	custode_time_format_ns((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, 6, when, sizeof(when));
 	custode_run_id_format(d->run_id, hex);
 	for (size_t i = 0; i < d->n_addrs; i++)
 		json_array_append_new(addrs, json_string(custode_addr_format(d->addrs[i], a, sizeof(a))));
@@ -277,15 +217,13 @@ static void log_decision(void *ctx, const struct custode_resolver_decision *d)
 	char hex[17], when[32], a[64], *text;
 	json_t *o, *addrs;
 	struct timespec ts;
-	struct tm tm;
 
 	if (d->reason || d->dropped)
 		stream_decision(d);
 	if (!lg->verbose && !d->reason && !d->dropped)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	custode_time_format(ts.tv_sec, when, sizeof(when));
 	custode_run_id_format(d->run_id, hex);
 	addrs = json_array();
 	for (size_t i = 0; i < d->n_addrs; i++)
@@ -786,7 +724,7 @@ int custode_cmd_daemon(int argc, char **argv)
 		RT.started = true;
 		for (size_t i = 0; i < cfg.n_upstream; i++) {
 			strncat(up, i ? ", " : "", sizeof(up) - strlen(up) - 1);
-			strncat(up, sa_format(&cfg.upstream[i], one, sizeof(one)), sizeof(up) - strlen(up) - 1);
+			strncat(up, custode_sockaddr_format(&cfg.upstream[i], one, sizeof(one)), sizeof(up) - strlen(up) - 1);
 		}
 		fprintf(stderr,
 			"custode daemon: resolver: ready on 127.0.0.0/8 port %d (udp, tcp; loopback device); upstream %s; "

@@ -34,7 +34,10 @@ int custode_daemon_add_timer(unsigned period_ms, int (*handler)(void *arg), void
 /* The daemon's engine handle (valid while the loop runs; the loop's thread only). */
 struct custode_engine *custode_daemon_engine(void);
 
-/* "ADDR", "ADDR:PORT", "[V6]:PORT" (port 53 when absent) into a socket address. 0 or -EINVAL. */
+/*
+ * A DNS upstream: "ADDR", "ADDR:PORT", "[V6]:PORT" (port 53 when absent; util/sockaddr.h)
+ * into a socket address, refusing the resolver's own port on loopback. 0 or -EINVAL.
+ */
 int custode_daemon_parse_upstream(const char *s, struct sockaddr_storage *out, socklen_t *len);
 /* The nameservers of a resolv.conf text, at most max. Returns how many. */
 size_t custode_daemon_resolv_conf(const char *text, struct sockaddr_storage *out, socklen_t *lens, size_t max);

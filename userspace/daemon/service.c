@@ -18,7 +18,6 @@
 #include "cgroup/cgroup.h"
 #include "custode/resolver.h"
 #include "daemon/control.h"
-#include "daemon/daemon.h"
 #include "daemon/loop.h"
 #include "daemon/service.h"
 #include "daemon/stream.h"
@@ -26,6 +25,7 @@
 #include "metrics/metrics.h"
 #include "state/runstate.h"
 #include "util/fsutil.h"
+#include "util/sockaddr.h"
 
 #define SNAPSHOT_MS 2000
 #define MAPS_REFRESH_S 30
@@ -600,16 +600,17 @@ static int http_timer(void *arg)
 	return 0;
 }
 
-/* "127.0.0.1:9464", "[::1]:9464" */
+/* "127.0.0.1:9464", "[::1]:9464": any port, the port required (no DNS default, no DNS port rules) */
 static int http_listen(const char *spec, struct custode_refusal *why)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int one = 1, fd, err;
 
-	if (custode_daemon_parse_upstream(spec, &ss, &len) < 0 || (strchr(spec, ']') ? !strstr(spec, "]:") : !strchr(spec, ':')))
+	if (custode_sockaddr_parse(spec, 0, &ss, &len) < 0)
 		return custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE,
-				      "--metrics-listen %s: expected ADDR:PORT (e.g. 127.0.0.1:9464)", spec);
+				      "--metrics-listen %s: the metrics listener needs ADDR:PORT, a numeric IPv4 or "
+				      "[IPv6] address and a port 1-65535 (e.g. 127.0.0.1:9464)", spec);
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "metrics socket: %s", strerror(errno));

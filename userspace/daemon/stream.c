@@ -19,6 +19,7 @@
 #include "daemon/stream.h"
 #include "state/runstate.h"
 #include "util/reasons.h"
+#include "util/time.h"
 
 #define MAX_FOLLOWERS 64
 #define MAX_CURSORS 64
@@ -481,7 +482,7 @@ static void publish(json_t *ev)
 	if (rid)
 		custode_run_id_parse(rid, &run_id);
 	if (t)
-		custode_event_time_parse(t, &wall);
+		custode_time_parse_ns(t, &wall);
 	if (type && !strcmp(type, "decision"))
 		S.st.records++;
 	/* sinks: a line each, with its newline */
@@ -975,8 +976,8 @@ static void throttle_flush(uint64_t window_ns)
 			continue;
 		run_id = run_id_of(key.run_cgid, &version);
 		custode_run_id_format(run_id, hex);
-		custode_event_time_format((int64_t)now + S.boot_to_wall, when, sizeof(when));
-		custode_event_time_format((int64_t)val.window_start_ns + S.boot_to_wall, since, sizeof(since));
+		custode_time_format_ns((int64_t)now + S.boot_to_wall, 6, when, sizeof(when));
+		custode_time_format_ns((int64_t)val.window_start_ns + S.boot_to_wall, 6, since, sizeof(since));
 		ev = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:{s:I}, s:{s:I, s:I, s:s, s:I}}", "version",
 			       CUSTODE_EVENT_VERSION, "type", "throttle", "source", "daemon", "time", when, "run_id", hex,
 			       "reason", custode_reason_name((int)key.reason) ? custode_reason_name((int)key.reason) : "unknown",
@@ -1048,7 +1049,7 @@ static void drops_check(bool baseline)
 		struct timespec now;
 
 		clock_gettime(CLOCK_REALTIME, &now);
-		custode_event_time_format(now.tv_sec * 1000000000LL + now.tv_nsec, when, sizeof(when));
+		custode_time_format_ns(now.tv_sec * 1000000000LL + now.tv_nsec, 6, when, sizeof(when));
 	}
 	ev = json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:o}", "version", CUSTODE_EVENT_VERSION, "type", "dropped",
 		       "source", "daemon", "time", when, "count", (json_int_t)(total - S.last_dropped), "total",

@@ -18,7 +18,7 @@
 #include "policy/net.h"
 #include "policy/policy.h"
 #include "state/runstate.h"
-#include "bundle/timeutil.h"
+#include "util/time.h"
 #include "util/reasons.h"
 
 const char *custode_hook_name(int hook)
@@ -31,59 +31,6 @@ const char *custode_hook_name(int hook)
 #undef CUSTODE_X_HOOK
 	}
 	return NULL;
-}
-
-void custode_event_time_format(int64_t wall_ns, char *out, size_t len)
-{
-	int64_t sec = wall_ns / 1000000000, frac = wall_ns % 1000000000;
-	time_t s;
-	struct tm tm;
-
-	if (frac < 0) { /* before 1970: floor, so the fraction stays positive */
-		frac += 1000000000;
-		sec--;
-	}
-	s = (time_t)sec;
-	gmtime_r(&s, &tm);
-	snprintf(out, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-		 tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(frac / 1000));
-}
-
-int custode_event_time_parse(const char *s, int64_t *wall_ns)
-{
-	char whole[21];
-	const char *dot = strchr(s, '.');
-	int64_t sec, frac = 0;
-	size_t n = strlen(s);
-
-	if (n < 20 || s[n - 1] != 'Z')
-		return -EINVAL;
-	if (dot) {
-		size_t digits = (size_t)(s + n - 1 - (dot + 1));
-
-		if (dot - s != 19 || digits < 1 || digits > 9)
-			return -EINVAL;
-		for (size_t i = 0; i < 9; i++) {
-			char c = i < digits ? dot[1 + i] : '0';
-			if (c < '0' || c > '9')
-				return -EINVAL;
-			frac = frac * 10 + (c - '0');
-		}
-		memcpy(whole, s, 19);
-		whole[19] = 'Z';
-		whole[20] = 0;
-	} else {
-		if (n != 20)
-			return -EINVAL;
-		memcpy(whole, s, 21);
-	}
-	if (custode_time_parse(whole, &sec) < 0)
-		return -EINVAL;
-	/* nanoseconds in an int64_t: 1677-09-21 .. 2262-04-11 */
-	if (sec < INT64_MIN / 1000000000LL + 1 || sec > INT64_MAX / 1000000000LL - 1)
-		return -ERANGE;
-	*wall_ns = sec * 1000000000LL + frac;
-	return 0;
 }
 
 int64_t custode_boot_to_wall_ns(void)
@@ -220,8 +167,8 @@ static json_t *throttle_to_json(const struct custode_event *ev, int64_t boot_to_
 	json_t *o;
 
 	custode_run_id_format(ev->run_id, hex);
-	custode_event_time_format((int64_t)ev->boot_ns + boot_to_wall_ns, when, sizeof(when));
-	custode_event_time_format((int64_t)ev->obj.throttle.since_ns + boot_to_wall_ns, since, sizeof(since));
+	custode_time_format_ns((int64_t)ev->boot_ns + boot_to_wall_ns, 6, when, sizeof(when));
+	custode_time_format_ns((int64_t)ev->obj.throttle.since_ns + boot_to_wall_ns, 6, since, sizeof(since));
 	o = json_pack("{s:i, s:s, s:s, s:I, s:s, s:I, s:s, s:s, s:s, s:b, s:{s:I}, s:{s:I, s:I, s:s}}", "version",
 		      ev->version, "type", "throttle", "source", "kernel", "seq", (json_int_t)ev->seq, "time", when,
 		      "boot_ns", (json_int_t)ev->boot_ns, "run_id", hex, "hook", hook ? hook : "unknown", "reason",
@@ -258,7 +205,7 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 	reason = custode_reason_name(ev->reason);
 	hook = custode_hook_name(ev->hook);
 	custode_run_id_format(ev->run_id, hex);
-	custode_event_time_format((int64_t)ev->boot_ns + boot_to_wall_ns, when, sizeof(when));
+	custode_time_format_ns((int64_t)ev->boot_ns + boot_to_wall_ns, 6, when, sizeof(when));
 	jcomm = bytes_string(ev->comm, strnlen(ev->comm, sizeof(ev->comm)), &escaped);
 	o = json_pack("{s:i, s:s, s:I, s:s, s:I, s:s, s:I, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:I}", "version",
 		      ev->version, "type", "decision", "seq", (json_int_t)ev->seq, "time", when, "boot_ns",

@@ -20,13 +20,10 @@
 /* Name of a hook ("file_open"), or NULL. */
 const char *custode_hook_name(int hook);
 
-/* RFC 3339 UTC with microseconds, "2026-01-01T00:00:00.123456Z". */
-void custode_event_time_format(int64_t wall_ns, char *out, size_t len);
 /*
- * Parse "YYYY-MM-DDTHH:MM:SS[.fraction]Z" (fraction up to 9 digits) into
- * wall-clock nanoseconds. -EINVAL otherwise.
+ * A record's "time" is RFC 3339 UTC with microseconds,
+ * "2026-01-01T00:00:00.123456Z": util/time.h, custode_time_format_ns(ns, 6, ...).
  */
-int custode_event_time_parse(const char *s, int64_t *wall_ns);
 /* CLOCK_REALTIME - CLOCK_BOOTTIME, in ns: what turns a record's boot_ns into wall time. */
 int64_t custode_boot_to_wall_ns(void);
 

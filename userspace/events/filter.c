@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle/timeutil.h"
+#include "util/time.h"
 #include "events/events.h"
 #include "state/runstate.h"
 #include "util/reasons.h"
@@ -34,7 +34,7 @@ int custode_event_since_parse(const char *s, int64_t now_wall_ns, int64_t *out_w
 		long year = strtol(s, NULL, 10);
 
 		/* only years whose nanoseconds fit int64 (1677-09-21 .. 2262-04-11), or sec * 1e9 overflows */
-		if (year < 1678 || year > 2261 || custode_event_time_parse(s, &v) < 0)
+		if (year < 1678 || year > 2261 || custode_time_parse_ns(s, &v) < 0)
 			return -EINVAL;
 		*out_wall_ns = v;
 		return 0;
@@ -95,7 +95,7 @@ bool custode_event_filter_match(const struct custode_event_filter *f, const json
 		const char *t = json_string_value(json_object_get(ev, "time"));
 		int64_t when;
 
-		if (!t || custode_event_time_parse(t, &when) < 0 || when < f->since_wall_ns)
+		if (!t || custode_time_parse_ns(t, &when) < 0 || when < f->since_wall_ns)
 			return false;
 	}
 	return true;

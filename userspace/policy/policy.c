@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <jansson.h>
 
 #include "custode/abi.h"
 #include "policy/policy.h"
+#include "util/time.h"
 
 /* A field path for messages: "content.filesystem[2].allow". */
 struct jpath {
@@ -69,47 +69,6 @@ static int get_int(json_t *v, const char *path, int64_t min, int64_t max, int64_
 	if (json_integer_value(v) < min || json_integer_value(v) > max)
 		return BAD(why, "%s: must be between %lld and %lld", path, (long long)min, (long long)max);
 	*out = json_integer_value(v);
-	return 0;
-}
-
-/* RFC 3339 UTC timestamp "YYYY-MM-DDTHH:MM:SS[.frac]Z". */
-static int parse_time(const char *s, int64_t *out)
-{
-	struct tm tm = {0};
-	const char *p;
-	char *end;
-
-	if (strlen(s) < 20)
-		return -EINVAL;
-	for (int i = 0; i < 19; i++) {
-		bool digit = i != 4 && i != 7 && i != 10 && i != 13 && i != 16;
-		if (digit ? !isdigit((unsigned char)s[i]) : s[i] != "....-..-..T..:..:.."[i])
-			return -EINVAL;
-	}
-	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!p)
-		return -EINVAL;
-	if (*p == '.') {
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return -EINVAL;
-		while (isdigit((unsigned char)*p))
-			p++;
-	}
-	if (strcmp(p, "Z") != 0)
-		return -EINVAL;
-	(void)end;
-	{
-		/* strptime takes 2026-02-30 and timegm turns it into March 2: refuse what doesn't round-trip */
-		struct tm want = tm, back;
-		time_t t = timegm(&tm);
-
-		if (t == (time_t)-1 || !gmtime_r(&t, &back) || back.tm_year != want.tm_year ||
-		    back.tm_mon != want.tm_mon || back.tm_mday != want.tm_mday || back.tm_hour != want.tm_hour ||
-		    back.tm_min != want.tm_min || back.tm_sec != want.tm_sec)
-			return -EINVAL;
-		*out = (int64_t)t;
-	}
 	return 0;
 }
 
@@ -594,9 +553,9 @@ static int parse_document(json_t *doc, struct custode_policy *p, struct custode_
 	if (!!nb != !!na)
 		return BAD(why, "%s: notBefore and notAfter come together", nb ? "notAfter" : "notBefore");
 	if (nb) {
-		if (parse_time(nb, &p->not_before) < 0)
+		if (custode_time_parse(nb, CUSTODE_TIME_FRAC_ANY, &p->not_before, NULL) < 0)
 			return BAD(why, "notBefore: not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
-		if (parse_time(na, &p->not_after) < 0)
+		if (custode_time_parse(na, CUSTODE_TIME_FRAC_ANY, &p->not_after, NULL) < 0)
 			return BAD(why, "notAfter: not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
 		if (p->not_after <= p->not_before)
 			return BAD(why, "notAfter: must be later than notBefore");

@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 
 #include "cgroup/cgroup.h"
+#include "cli/exit.h"
 #include "run/run.h"
 #include "util/reasons.h"
 
@@ -192,7 +193,7 @@ int custode_cmd_gc(int argc, char **argv)
 		if (why.reason == CUSTODE_REASON_ENGINE_MISSING)
 			return 0; /* no engine, nothing registered, nothing to reap */
 		fprintf(stderr, "custode: gc: %s: %s\n", custode_reason_name(why.reason), why.detail);
-		return 125;
+		return EXIT_REFUSED;
 	}
 	failed = reap_state_files(&e, json);
 	failed |= reap_cgroups(&e, json);

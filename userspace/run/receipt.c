@@ -4,24 +4,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/wait.h>
 
 #include "run/receipt.h"
 #include "run/seccomp.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
+#include "util/time.h"
 
+/* RFC 3339 UTC with milliseconds, as receipts have always written it */
 static json_t *rfc3339(int64_t ns)
 {
-	char buf[64];
-	time_t s = (time_t)(ns / 1000000000);
-	struct tm tm;
+	char buf[CUSTODE_TIME_LEN];
 
-	gmtime_r(&s, &tm);
-	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((ns % 1000000000) / 1000000));
-	return json_string(buf);
+	return json_string(custode_time_format_ns(ns, 3, buf, sizeof(buf)));
 }
 
 static json_t *strings(const char *const *v, size_t n)

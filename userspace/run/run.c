@@ -23,6 +23,7 @@
 #include "bundle/bundle.h"
 #include "bundle/source.h"
 #include "cgroup/cgroup.h"
+#include "cli/exit.h"
 #include "dns/launch.h"
 #include "dns/names.h"
 #include "dns/resolver.h"
@@ -42,10 +43,6 @@
 #include "util/fsutil.h"
 #include "util/reasons.h"
 
-#define EXIT_REFUSED 125
-#define EXIT_CANNOT_EXEC 126
-#define EXIT_NOT_FOUND 127
-#define EXIT_TIMEOUT 124
 
 static int refuse(const struct custode_refusal *why)
 {
