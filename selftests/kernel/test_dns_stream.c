@@ -7,7 +7,7 @@
  */
 #include <limits.h>
 
-#include "events/schema.h"
+#include "schema.h"
 #include "test_dns_fixture.h"
 
 #define POLICY(f) dns_policy(f, "stream", "{\"host\":\"ok.test\",\"ports\":[8080]}", NULL)

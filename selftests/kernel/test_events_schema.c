@@ -4,10 +4,10 @@
  * the engine and the daemon write — file, network and task decisions,
  * kernel and daemon throttle records, dropped records — read through the
  * daemon and straight from the ring buffer, each line validated by the
- * schema validator (userspace/events/schema.c). Control: the validator
+ * schema validator (selftests/lib/schema.c). Control: the validator
  * rejects records that break the schema.
  */
-#include "events/schema.h"
+#include "schema.h"
 #include "test_daemon_fixture.h"
 
 static json_t *load_schema(void)

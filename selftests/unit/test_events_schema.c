@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The JSON-schema subset validator (userspace/events/schema.c): every keyword
+ * The JSON-schema subset validator (selftests/lib/schema.c): every keyword
  * of the subset, accepted and rejected; keywords outside it (and keywords
  * with values of the wrong shape) refused with -ENOTSUP whether or not the
  * document reaches them; then records made by custode_event_to_json (file,
@@ -22,7 +22,7 @@
 #include "custode/abi.h"
 #include "custode/event.h"
 #include "events/events.h"
-#include "events/schema.h"
+#include "schema.h"
 #include "util/reasons.h"
 
 static char errbuf[512];

@@ -9,8 +9,8 @@
  * minLength, maxLength, minItems, oneOf, allOf. A schema using any other
  * keyword is refused, so nothing in it goes unchecked.
  */
-#ifndef CUSTODE_EVENTS_SCHEMA_H
-#define CUSTODE_EVENTS_SCHEMA_H
+#ifndef CUSTODE_TEST_SCHEMA_H
+#define CUSTODE_TEST_SCHEMA_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events/schema.h"
+#include "schema.h"
 
 #define MAX_DEPTH 64
 
