@@ -114,7 +114,7 @@ int custode_cmd_attach(int argc, char **argv)
 			if (custode_run_id_parse(optarg, &id) < 0) {
 				fprintf(stderr, "custode: attach: --run-id: '%s' is not 16 hex digits\n", optarg);
 				json_decref(req);
-				return 2;
+				return EXIT_USAGE;
 			}
 			json_object_set_new(req, "run_id", json_string(optarg + (strncmp(optarg, "run-", 4) ? 0 : 4)));
 			break;
@@ -128,14 +128,14 @@ int custode_cmd_attach(int argc, char **argv)
 		default:
 			attach_usage(stderr);
 			json_decref(req);
-			return 2;
+			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc || !json_object_get(req, "cgroup") || sources != 1) {
 		fprintf(stderr, "custode: attach: needs --cgroup PATH and one of --profile, --policy, --bundle\n");
 		attach_usage(stderr);
 		json_decref(req);
-		return 2;
+		return EXIT_USAGE;
 	}
 	err = custode_control_call(req, &resp, CALL_TIMEOUT_MS, &why);
 	json_decref(req);
@@ -193,7 +193,7 @@ int custode_cmd_detach(int argc, char **argv)
 			if (c == 'r' && custode_run_id_parse(optarg, &id) < 0) {
 				fprintf(stderr, "custode: detach: --run: '%s' is not a run id\n", optarg);
 				json_decref(req);
-				return 2;
+				return EXIT_USAGE;
 			}
 			if (c == 'r')
 				json_object_set_new(req, "run_id", json_string(optarg + (strncmp(optarg, "run-", 4) ? 0 : 4)));
@@ -210,14 +210,14 @@ int custode_cmd_detach(int argc, char **argv)
 		} else {
 			detach_usage(stderr);
 			json_decref(req);
-			return 2;
+			return EXIT_USAGE;
 		}
 	}
 	if (optind == argc - 1 && !json_object_get(req, "run_id") && !json_object_get(req, "cgroup")) {
 		if (custode_run_id_parse(argv[optind], &id) < 0) {
 			fprintf(stderr, "custode: detach: '%s' is not a run id\n", argv[optind]);
 			json_decref(req);
-			return 2;
+			return EXIT_USAGE;
 		}
 		json_object_set_new(req, "run_id", json_string(argv[optind] + (strncmp(argv[optind], "run-", 4) ? 0 : 4)));
 		optind++;
@@ -225,7 +225,7 @@ int custode_cmd_detach(int argc, char **argv)
 	if (optind < argc || (!!json_object_get(req, "run_id") == !!json_object_get(req, "cgroup"))) {
 		detach_usage(stderr);
 		json_decref(req);
-		return 2;
+		return EXIT_USAGE;
 	}
 	err = custode_control_call(req, &resp, CALL_TIMEOUT_MS, &why);
 	json_decref(req);
@@ -272,7 +272,7 @@ int custode_cmd_runs(int argc, char **argv)
 			return 0;
 		} else {
 			runs_usage(stderr);
-			return 2;
+			return EXIT_USAGE;
 		}
 	}
 	req = json_pack("{s:s}", "cmd", "runs");

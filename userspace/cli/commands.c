@@ -112,18 +112,18 @@ int custode_cmd_engine(int argc, char **argv)
 			return 0;
 		} else {
 			engine_usage(stderr);
-			return 2;
+			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
 		engine_usage(stderr);
-		return 2;
+		return EXIT_USAGE;
 	}
 	verb = argv[optind];
 	if (strcmp(verb, "status") && strcmp(verb, "load") && strcmp(verb, "unload")) {
 		fprintf(stderr, "custode engine: unknown action '%s'\n", verb);
 		engine_usage(stderr);
-		return 2;
+		return EXIT_USAGE;
 	}
 	if ((err = custode_host_prepare(&e, &why)))
 		goto fail;
@@ -196,7 +196,7 @@ int custode_cmd_profiles(int argc, char **argv)
 			return 0;
 		}
 		fprintf(stderr, "usage: custode profiles [--json]\n");
-		return 2;
+		return EXIT_USAGE;
 	}
 	for (const struct custode_builtin_profile *p = custode_builtin_profiles; p->name; p++) {
 		struct custode_policy *pol = NULL;

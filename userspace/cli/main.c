@@ -6,6 +6,7 @@
 #include "attach/cmd.h"
 #include "bundle/cmd.h"
 #include "cli/commands.h"
+#include "cli/exit.h"
 #include "daemon/daemon.h"
 #include "doctor/doctor.h"
 #include "events/events.h"
@@ -41,7 +42,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
@@ -56,5 +57,5 @@ int main(int argc, char **argv)
 			return commands[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "custode: unknown command '%s'\n", argv[1]);
 	usage(stderr);
-	return 2;
+	return EXIT_USAGE;
 }

@@ -465,30 +465,30 @@ int custode_cmd_daemon(int argc, char **argv)
 		case 'u':
 			if (cfg.n_upstream == CUSTODE_RESOLVER_MAX_UPSTREAMS) {
 				fprintf(stderr, "custode: daemon: at most %d --upstream\n", CUSTODE_RESOLVER_MAX_UPSTREAMS);
-				return 2;
+				return EXIT_USAGE;
 			}
 			if (custode_daemon_parse_upstream(optarg, &cfg.upstream[cfg.n_upstream],
 							  &cfg.upstream_len[cfg.n_upstream]) < 0) {
 				fprintf(stderr, "custode: daemon: --upstream %s: expected ADDR[:PORT] or [IPV6]:PORT\n", optarg);
-				return 2;
+				return EXIT_USAGE;
 			}
 			cfg.n_upstream++;
 			break;
 		case 'm':
 			if (parse_u32("--ttl-min", optarg, 0, 86400, &cfg.ttl_min))
-				return 2;
+				return EXIT_USAGE;
 			break;
 		case 'M':
 			if (parse_u32("--ttl-max", optarg, 1, 7 * 86400, &cfg.ttl_max))
-				return 2;
+				return EXIT_USAGE;
 			break;
 		case 'g':
 			if (parse_u32("--pin-grace", optarg, 0, 3600, &cfg.grace))
-				return 2;
+				return EXIT_USAGE;
 			break;
 		case 'q':
 			if (parse_u32("--pin-quota", optarg, 1, CUSTODE_MAX_PINS, &cfg.pin_quota))
-				return 2;
+				return EXIT_USAGE;
 			break;
 		case 'd':
 			if (!strcmp(optarg, "refused"))
@@ -497,7 +497,7 @@ int custode_cmd_daemon(int argc, char **argv)
 				cfg.deny_rcode = CUSTODE_DNS_NXDOMAIN;
 			else {
 				fprintf(stderr, "custode: daemon: --deny: refused or nxdomain\n");
-				return 2;
+				return EXIT_USAGE;
 			}
 			break;
 		case 'c':
@@ -507,12 +507,12 @@ int custode_cmd_daemon(int argc, char **argv)
 				cfg.cname_strict = true;
 			else {
 				fprintf(stderr, "custode: daemon: --cname-targets: trusted or granted\n");
-				return 2;
+				return EXIT_USAGE;
 			}
 			break;
 		case 't':
 			if (parse_u32("--upstream-timeout", optarg, 50, 30000, &ms))
-				return 2;
+				return EXIT_USAGE;
 			cfg.attempt_ms = ms;
 			cfg.total_ms = ms * 5 / 2 > 5000 ? ms * 5 / 2 : 5000;
 			if (cfg.total_ms < ms)
@@ -527,13 +527,13 @@ int custode_cmd_daemon(int argc, char **argv)
 		case 'T':
 			if (n_trust == 32) {
 				fprintf(stderr, "custode: daemon: at most 32 --trust\n");
-				return 2;
+				return EXIT_USAGE;
 			}
 			trust_files[n_trust++] = optarg;
 			break;
 		case 'N':
 			if (parse_u32("--threshold", optarg, 1, 32, &threshold))
-				return 2;
+				return EXIT_USAGE;
 			break;
 		case 'S':
 			bundle_state = optarg;
@@ -544,7 +544,7 @@ int custode_cmd_daemon(int argc, char **argv)
 		case 'o':
 			if (strcmp(optarg, "json") && strcmp(optarg, "text") && strcmp(optarg, "none")) {
 				fprintf(stderr, "custode: daemon: --stream: json, text or none\n");
-				return 2;
+				return EXIT_USAGE;
 			}
 			so.stdout_format = optarg;
 			break;
@@ -554,17 +554,17 @@ int custode_cmd_daemon(int argc, char **argv)
 		case 'x':
 			if (parse_size(optarg, &so.file_max_bytes) < 0) {
 				fprintf(stderr, "custode: daemon: --events-file-max: a size of at least 4096 bytes (K, M, G)\n");
-				return 2;
+				return EXIT_USAGE;
 			}
 			break;
 		case 'k':
 			if (parse_u32("--events-file-keep", optarg, 0, 1000, &v32))
-				return 2;
+				return EXIT_USAGE;
 			so.file_keep = v32;
 			break;
 		case 'H':
 			if (parse_u32("--history", optarg, 0, 1000000, &v32))
-				return 2;
+				return EXIT_USAGE;
 			so.history = v32;
 			break;
 		case 'r': {
@@ -574,7 +574,7 @@ int custode_cmd_daemon(int argc, char **argv)
 			if (sscanf(optarg, "%u/%u%c", &burst, &secs, &extra) != 2 || !burst || !secs || secs > 3600 ||
 			    burst > 1000000) {
 				fprintf(stderr, "custode: daemon: --throttle: BURST/SECONDS, e.g. 100/10\n");
-				return 2;
+				return EXIT_USAGE;
 			}
 			so.throttle_burst = burst;
 			so.throttle_window_ms = secs * 1000ull;
@@ -594,24 +594,24 @@ int custode_cmd_daemon(int argc, char **argv)
 			return 0;
 		default:
 			usage(stderr);
-			return 2;
+			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "custode: daemon: unexpected argument '%s'\n", argv[optind]);
-		return 2;
+		return EXIT_USAGE;
 	}
 	if (cfg.ttl_min > cfg.ttl_max) {
 		fprintf(stderr, "custode: daemon: --ttl-min is above --ttl-max\n");
-		return 2;
+		return EXIT_USAGE;
 	}
 	if (!!bundles_dir != !!n_trust) {
 		fprintf(stderr, "custode: daemon: --bundles needs --trust KEY (and --trust needs --bundles)\n");
-		return 2;
+		return EXIT_USAGE;
 	}
 	if (no_resolver && cfg.n_upstream) {
 		fprintf(stderr, "custode: daemon: --no-resolver and --upstream exclude each other\n");
-		return 2;
+		return EXIT_USAGE;
 	}
 	if (!no_resolver && !cfg.n_upstream) {
 		char *text = NULL;

@@ -10,6 +10,7 @@
 #include <linux/magic.h>
 
 #include "cgroup/cgroup.h"
+#include "cli/exit.h"
 #include "doctor/doctor.h"
 #include "engine/engine.h"
 #include "engine/hooks.h"
@@ -296,13 +297,13 @@ int custode_cmd_doctor(int argc, char **argv)
 			return 0;
 		default:
 			usage(stderr);
-			return 2;
+			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "custode doctor: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
-		return 2;
+		return EXIT_USAGE;
 	}
 	custode_doctor_run(&r);
 	if (json) {

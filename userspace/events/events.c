@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
+#include "cli/exit.h"
 #include "daemon/control.h"
 #include "engine/engine.h"
 #include "events/events.h"
@@ -553,7 +554,7 @@ int custode_cmd_events(int argc, char **argv)
 		case 'r':
 			if (custode_run_id_parse(optarg, &c.filter.run_id) < 0) {
 				fprintf(stderr, "custode: events: --run: '%s' is not a run id (16 hex digits)\n", optarg);
-				return 2;
+				return EXIT_USAGE;
 			}
 			c.filter.has_run = true;
 			break;
@@ -561,7 +562,7 @@ int custode_cmd_events(int argc, char **argv)
 			if (custode_event_reason_check(optarg) < 0) {
 				fprintf(stderr, "custode: events: --reason: '%s' is no reason code (and matches none)\n",
 					optarg);
-				return 2;
+				return EXIT_USAGE;
 			}
 			snprintf(c.filter.reason, sizeof(c.filter.reason), "%s", optarg);
 			break;
@@ -574,7 +575,7 @@ int custode_cmd_events(int argc, char **argv)
 				fprintf(stderr, "custode: events: --since: '%s': expected RFC 3339 "
 						"(2026-01-01T10:00:00Z), @UNIXSECONDS or a duration (15m, 2h)\n",
 					optarg);
-				return 2;
+				return EXIT_USAGE;
 			}
 			c.filter.has_since = true;
 			break;
@@ -584,12 +585,12 @@ int custode_cmd_events(int argc, char **argv)
 			return 0;
 		default:
 			usage(stderr);
-			return 2;
+			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "custode: events: unexpected argument '%s'\n", argv[optind]);
-		return 2;
+		return EXIT_USAGE;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGINT, on_signal);

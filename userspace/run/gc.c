@@ -182,12 +182,12 @@ int custode_cmd_gc(int argc, char **argv)
 			return 0;
 		} else {
 			usage(stderr);
-			return 2;
+			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
 		usage(stderr);
-		return 2;
+		return EXIT_USAGE;
 	}
 	if (custode_host_prepare(&e, &why) || custode_engine_open(&e, 0, 0, &why)) {
 		if (why.reason == CUSTODE_REASON_ENGINE_MISSING)
