@@ -381,17 +381,20 @@ static __always_inline int custode_live_run(struct custode_run **runp, __u64 *ru
  * Is a denial enforced, or only recorded (audit mode allows)? Enforced when
  * no registered run stands behind it, when the run is cancelled, and for
  * the reasons that protect the engine itself whatever the mode (bpf() from
- * a run, custode's objects from outside). The run-level part alone is
- * custode_run_enforces, for callers that never deny for those reasons.
+ * a run, custode's objects from outside).
+ *
+ * CUSTODE_RUN_ENFORCES is the run-level part alone, for bpf/file.bpf.c,
+ * whose denials never carry those reasons: a macro, because it must expand
+ * to what custode_file_open always had (that program has no verifier
+ * headroom on 6.1; the reason tests, or the same expression behind a
+ * function call, make clang lay it out differently).
  */
-static __always_inline __u32 custode_run_enforces(const struct custode_run *run)
-{
-	return !run || !(run->flags & CUSTODE_RUN_AUDIT) || (run->flags & CUSTODE_RUN_CANCELLED);
-}
+#define CUSTODE_RUN_ENFORCES(run)                                                                          \
+	(!(run) || !((run)->flags & CUSTODE_RUN_AUDIT) || ((run)->flags & CUSTODE_RUN_CANCELLED))
 
 static __always_inline __u32 custode_enforced(const struct custode_run *run, __u32 reason)
 {
-	return custode_run_enforces(run) || reason == CUSTODE_REASON_RUN_CANCELLED ||
+	return CUSTODE_RUN_ENFORCES(run) || reason == CUSTODE_REASON_RUN_CANCELLED ||
 	       reason == CUSTODE_REASON_RUN_UNREGISTERED || reason == CUSTODE_REASON_PROCESS_BPF_DENIED ||
 	       reason == CUSTODE_REASON_ENGINE_PROTECTED;
 }
