@@ -56,6 +56,12 @@ static __always_inline int net_deny(__u64 run_cgid, struct custode_run *run, __u
 
 	if (custode_record(run_cgid, hook, reason, run, enforced))
 		net_event(hook, reason, run, enforced, family, type, proto, addr, port, cls);
+	/*
+	 * A cgroup program returns exactly 0 or 1, and the verifier checks it:
+	 * without this, clang turns the choice into `enforced ^ 1`, a value
+	 * the verifier can't bound (custode_enforced's reason tests).
+	 */
+	asm volatile("" : "+r"(enforced));
 	return enforced ? DENY : ALLOW;
 }
 
