@@ -30,6 +30,7 @@
 #include "dns/vet.h"
 #include "dns/wire.h"
 #include "engine/hostaddrs.h"
+#include "engine/maps.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -710,12 +711,10 @@ static __u32 map_id(int fd)
 	return fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
 }
 
-static int open_map(const char *name);
-
 /* Is the engine we serve still the pinned one? (`engine unload --force` and a reload replace it.) */
 static bool engine_still_ours(struct custode_resolver *r)
 {
-	int fd = open_map("custode_dns_cfg");
+	int fd = custode_map_open(CUSTODE_MAP_DNS_CFG);
 	__u32 id = map_id(fd);
 
 	if (fd >= 0)
@@ -1549,14 +1548,6 @@ static void ups_event(struct custode_resolver *r, int idx, uint32_t events)
 
 /* ---- lifecycle ---- */
 
-static int open_map(const char *name)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", CUSTODE_PIN_MAPS, name);
-	return bpf_obj_get(path);
-}
-
 static int listener(int type, struct custode_refusal *why)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(CUSTODE_RESOLVER_PORT)};
@@ -1611,14 +1602,14 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 	if (hooks)
 		r->hooks = *hooks;
 	r->ep = r->udp = r->tcp = -1;
-	r->runs_fd = open_map("custode_runs");
-	r->pins_fd = open_map("custode_pins");
-	r->priv_fd = open_map("custode_net_private");
-	r->hosts_fd = open_map("custode_host_addrs");
-	r->cfg_fd = open_map("custode_dns_cfg");
-	r->run_token_fd = open_map("custode_dns_run_token");
-	r->token_run_fd = open_map("custode_dns_token_run");
-	r->counters_fd = open_map("custode_dns_counters");
+	r->runs_fd = custode_map_open(CUSTODE_MAP_RUNS);
+	r->pins_fd = custode_map_open(CUSTODE_MAP_PINS);
+	r->priv_fd = custode_map_open(CUSTODE_MAP_NET_PRIVATE);
+	r->hosts_fd = custode_map_open(CUSTODE_MAP_HOST_ADDRS);
+	r->cfg_fd = custode_map_open(CUSTODE_MAP_DNS_CFG);
+	r->run_token_fd = custode_map_open(CUSTODE_MAP_DNS_RUN_TOKEN);
+	r->token_run_fd = custode_map_open(CUSTODE_MAP_DNS_TOKEN_RUN);
+	r->counters_fd = custode_map_open(CUSTODE_MAP_DNS_COUNTERS);
 	if (r->runs_fd < 0 || r->pins_fd < 0 || r->priv_fd < 0 || r->hosts_fd < 0 || r->cfg_fd < 0 || r->run_token_fd < 0 ||
 	    r->token_run_fd < 0 || r->counters_fd < 0) {
 		err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISMATCH,
@@ -1841,7 +1832,7 @@ int custode_resolver_running(struct custode_refusal *why)
 	struct custode_dns_cfg c;
 	__u32 zero = 0;
 	__u64 mine;
-	int fd = open_map("custode_dns_cfg"), s, err;
+	int fd = custode_map_open(CUSTODE_MAP_DNS_CFG), s, err;
 
 	if (fd < 0)
 		return custode_refuse(why, ENOENT, CUSTODE_REASON_DNS_NO_RESOLVER,
@@ -1869,7 +1860,7 @@ int custode_resolver_running(struct custode_refusal *why)
 
 int custode_resolver_counters(__u64 run_cgid, struct custode_dns_counters *out, bool delete_after)
 {
-	int fd = open_map("custode_dns_counters"), err = 0;
+	int fd = custode_map_open(CUSTODE_MAP_DNS_COUNTERS), err = 0;
 
 	if (fd < 0)
 		return -ENOENT;
