@@ -43,7 +43,7 @@ static void pin_key(struct custode_pin_key *k, __u64 cgid, const struct custode_
  * the lookup closed.
  */
 int resolver_pin_answer(struct custode_resolver *r, struct run *run, const struct custode_dns_vetted *v,
-		      const struct custode_dns_port *ports, size_t n_ports, uint32_t eff_ttl, size_t *written)
+			const struct custode_dns_port *ports, size_t n_ports, uint32_t eff_ttl, size_t *written)
 {
 	__u64 expires = resolver_boot_ns() + ((__u64)eff_ttl + r->cfg.grace) * 1000000000ull;
 	/*

@@ -13,8 +13,6 @@
 #include "dns/resolver_int.h"
 #include "dns/wire.h"
 
-/* ---- runs, names, counters ---- */
-
 struct run **resolver_run_slot(struct custode_resolver *r, __u64 cgid)
 {
 	struct run **p = &r->runs[(cgid ^ (cgid >> 17)) % RUN_BUCKETS];
