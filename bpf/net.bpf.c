@@ -33,14 +33,10 @@ static __always_inline __u16 net_port(__u32 user_port)
 static __always_inline void net_event(__u16 hook, __u32 reason, struct custode_run *run, __u32 enforced,
 				      __u16 family, __u16 type, __u16 proto, const __u8 *addr, __u16 port, int cls)
 {
-	struct custode_event *ev;
+	struct custode_event *ev = custode_event_reserve(hook, reason, run, enforced);
 
-	ev = bpf_ringbuf_reserve(&custode_events, sizeof(*ev), 0);
-	if (!ev) {
-		custode_count_stat(1);
+	if (!ev)
 		return;
-	}
-	custode_event_init(ev, hook, reason, run, enforced);
 	ev->object = CUSTODE_OBJECT_NET;
 	if (addr)
 		__builtin_memcpy(ev->obj.net.addr, addr, 16);
@@ -49,18 +45,23 @@ static __always_inline void net_event(__u16 hook, __u32 reason, struct custode_r
 	ev->obj.net.proto = proto;
 	ev->obj.net.sock_type = type;
 	ev->obj.net.addr_class = cls;
-	bpf_ringbuf_submit(ev, 0);
-	custode_count_stat(0);
+	custode_event_submit(ev);
 }
 
-/* Record a denial and say whether to deny (audit mode allows). */
+/* Record a denial and say whether to deny (audit mode allows: custode_enforced). */
 static __always_inline int net_deny(__u64 run_cgid, struct custode_run *run, __u16 hook, __u32 reason, __u16 family,
 				    __u16 type, __u16 proto, const __u8 *addr, __u16 port, int cls)
 {
-	__u32 enforced = !run || !(run->flags & CUSTODE_RUN_AUDIT) || (run->flags & CUSTODE_RUN_CANCELLED);
+	__u32 enforced = custode_enforced(run, reason);
 
 	if (custode_record(run_cgid, hook, reason, run, enforced))
 		net_event(hook, reason, run, enforced, family, type, proto, addr, port, cls);
+	/*
+	 * A cgroup program returns exactly 0 or 1, and the verifier checks it:
+	 * without this, clang turns the choice into `enforced ^ 1`, a value
+	 * the verifier can't bound (custode_enforced's reason tests).
+	 */
+	asm volatile("" : "+r"(enforced));
 	return enforced ? DENY : ALLOW;
 }
 
@@ -172,15 +173,13 @@ static __always_inline int egress_decide(__u16 hook, struct bpf_sock_addr *ctx, 
 	__u64 run_cgid = 0;
 	__u16 port = net_port(ctx->user_port);
 	__u16 proto = (__u16)ctx->protocol, type = (__u16)ctx->type;
-	int where, cls;
+	__u32 denial;
+	int cls;
 
-	where = custode_current_run(&run, &run_cgid);
-	if (where == CUSTODE_NOT_IN_RUN) /* the resolver answers runs only: nobody may pose as one */
+	if (!custode_live_run(&run, &run_cgid, &denial)) /* the resolver answers runs only: nobody may pose as one */
 		return port == CUSTODE_RESOLVER_PORT && is_v4_loopback(addr) ? DENY : ALLOW;
-	if (where == CUSTODE_UNREGISTERED || !run)
-		return net_deny(run_cgid, NULL, hook, CUSTODE_REASON_RUN_UNREGISTERED, family, type, proto, addr, port, 0);
-	if (run->flags & CUSTODE_RUN_CANCELLED)
-		return net_deny(run_cgid, run, hook, CUSTODE_REASON_RUN_CANCELLED, family, type, proto, addr, port, 0);
+	if (denial)
+		return net_deny(run_cgid, run, hook, denial, family, type, proto, addr, port, 0);
 	if (!(run->flags & CUSTODE_RUN_NET))
 		return ALLOW;
 	if (is_dns(addr, port))
@@ -396,17 +395,12 @@ int custode_sock_create(struct bpf_sock *sk)
 	struct custode_run *run = NULL;
 	__u64 run_cgid = 0;
 	__u16 family = (__u16)sk->family, type = (__u16)sk->type, proto = (__u16)sk->protocol;
-	int where;
+	__u32 denial;
 
-	where = custode_current_run(&run, &run_cgid);
-	if (where == CUSTODE_NOT_IN_RUN)
+	if (!custode_live_run(&run, &run_cgid, &denial))
 		return ALLOW;
-	if (where == CUSTODE_UNREGISTERED || !run)
-		return net_deny(run_cgid, NULL, CUSTODE_HOOK_SOCK_CREATE, CUSTODE_REASON_RUN_UNREGISTERED, family, type,
-				proto, NULL, 0, 0);
-	if (run->flags & CUSTODE_RUN_CANCELLED)
-		return net_deny(run_cgid, run, CUSTODE_HOOK_SOCK_CREATE, CUSTODE_REASON_RUN_CANCELLED, family, type, proto,
-				NULL, 0, 0);
+	if (denial)
+		return net_deny(run_cgid, run, CUSTODE_HOOK_SOCK_CREATE, denial, family, type, proto, NULL, 0, 0);
 	if (!(run->flags & CUSTODE_RUN_NET))
 		return ALLOW;
 	if ((type == SOCK_STREAM && proto == IPPROTO_TCP) || (type == SOCK_DGRAM && proto == IPPROTO_UDP))
@@ -420,21 +414,19 @@ static __always_inline int bind_decide(__u16 hook, struct bpf_sock_addr *ctx, __
 	struct custode_run *run = NULL;
 	__u64 run_cgid = 0;
 	__u16 port = net_port(ctx->user_port);
-	int where;
+	__u32 denial;
 
 	if (port == 0)
 		return ALLOW; /* an ephemeral port: not listening on a chosen one */
-	where = custode_current_run(&run, &run_cgid);
-	if (where == CUSTODE_NOT_IN_RUN)
+	if (!custode_live_run(&run, &run_cgid, &denial))
 		return ALLOW;
-	if (where == CUSTODE_UNREGISTERED || !run)
-		return net_deny(run_cgid, NULL, hook, CUSTODE_REASON_RUN_UNREGISTERED, family, (__u16)ctx->type,
-				(__u16)ctx->protocol, NULL, port, 0);
-	if (!(run->flags & CUSTODE_RUN_NO_LISTEN) && !(run->flags & CUSTODE_RUN_CANCELLED))
+	if (denial)
+		return net_deny(run_cgid, run, hook, denial, family, (__u16)ctx->type, (__u16)ctx->protocol, NULL, port,
+				0);
+	if (!(run->flags & CUSTODE_RUN_NO_LISTEN))
 		return ALLOW;
-	return net_deny(run_cgid, run, hook,
-			run->flags & CUSTODE_RUN_CANCELLED ? CUSTODE_REASON_RUN_CANCELLED : CUSTODE_REASON_NET_BIND_DENIED,
-			family, (__u16)ctx->type, (__u16)ctx->protocol, NULL, port, 0);
+	return net_deny(run_cgid, run, hook, CUSTODE_REASON_NET_BIND_DENIED, family, (__u16)ctx->type,
+			(__u16)ctx->protocol, NULL, port, 0);
 }
 
 SEC("cgroup/bind4")

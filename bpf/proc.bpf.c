@@ -61,13 +61,10 @@ static __always_inline __u64 task_run_cgid(struct task_struct *t)
 static __always_inline void task_event(__u16 hook, __u32 reason, struct custode_run *run, __u32 enforced,
 				       struct task_struct *t, __u32 target, __u32 detail, __u32 command)
 {
-	struct custode_event *ev = bpf_ringbuf_reserve(&custode_events, sizeof(*ev), 0);
+	struct custode_event *ev = custode_event_reserve(hook, reason, run, enforced);
 
-	if (!ev) {
-		custode_count_stat(1);
+	if (!ev)
 		return;
-	}
-	custode_event_init(ev, hook, reason, run, enforced);
 	ev->object = CUSTODE_OBJECT_TASK;
 	if (t) {
 		ev->obj.task.target_pid = t->pid;
@@ -78,21 +75,18 @@ static __always_inline void task_event(__u16 hook, __u32 reason, struct custode_
 	}
 	ev->obj.task.signal = detail;
 	ev->obj.task.command = command;
-	bpf_ringbuf_submit(ev, 0);
-	custode_count_stat(0);
+	custode_event_submit(ev);
 }
 
 /*
  * Count, record and return the verdict for a denial. Audit mode records and
  * allows — except for what protects the engine itself (bpf), and for
- * cancelled or unregistered runs, which are always denied.
+ * cancelled or unregistered runs, which are always denied (custode_enforced).
  */
 static __always_inline int deny(__u16 hook, __u32 reason, struct custode_run *run, __u64 run_cgid,
 				struct task_struct *t, __u32 target, __u32 detail, __u32 command)
 {
-	__u32 enforced = !run || !(run->flags & CUSTODE_RUN_AUDIT) || (run->flags & CUSTODE_RUN_CANCELLED) ||
-			 reason == CUSTODE_REASON_RUN_CANCELLED || reason == CUSTODE_REASON_RUN_UNREGISTERED ||
-			 reason == CUSTODE_REASON_PROCESS_BPF_DENIED || reason == CUSTODE_REASON_ENGINE_PROTECTED;
+	__u32 enforced = custode_enforced(run, reason);
 
 	if (custode_record(run_cgid, hook, reason, run, enforced))
 		task_event(hook, reason, run, enforced, t, target, detail, command);
@@ -107,16 +101,12 @@ static __always_inline int deny(__u16 hook, __u32 reason, struct custode_run *ru
 static __always_inline int caller(struct custode_run **runp, __u64 *cgid, __u16 hook, struct task_struct *t,
 				  __u32 target, __u32 detail, __u32 command, int *verdict)
 {
-	int where = custode_current_run(runp, cgid);
+	__u32 denial;
 
-	if (where == CUSTODE_NOT_IN_RUN)
+	if (!custode_live_run(runp, cgid, &denial))
 		return 0;
-	if (where == CUSTODE_UNREGISTERED || !*runp) {
-		*verdict = deny(hook, CUSTODE_REASON_RUN_UNREGISTERED, NULL, *cgid, t, target, detail, command);
-		return -1;
-	}
-	if ((*runp)->flags & CUSTODE_RUN_CANCELLED) {
-		*verdict = deny(hook, CUSTODE_REASON_RUN_CANCELLED, *runp, *cgid, t, target, detail, command);
+	if (denial) {
+		*verdict = deny(hook, denial, *runp, *cgid, t, target, detail, command);
 		return -1;
 	}
 	return 1;
@@ -845,17 +835,15 @@ CUSTODE_LSM(inet_conn_request, custode_proc_inet_conn_request, struct sock *sk, 
 	if (bpf_map_lookup_elem(&custode_net_inbound, &k))
 		return 0;
 	{
-		__u32 enforced = !(run->flags & CUSTODE_RUN_AUDIT) || (run->flags & CUSTODE_RUN_CANCELLED);
+		__u32 enforced = custode_enforced(run, CUSTODE_REASON_NET_INBOUND_DENIED);
 
 		if (!custode_record(run_cgid, CUSTODE_HOOK_INET_CONN_REQUEST, CUSTODE_REASON_NET_INBOUND_DENIED, run,
 				    enforced))
 			return enforced ? -EPERM : 0;
-		ev = bpf_ringbuf_reserve(&custode_events, sizeof(*ev), 0);
-		if (!ev) {
-			custode_count_stat(1);
+		ev = custode_event_reserve(CUSTODE_HOOK_INET_CONN_REQUEST, CUSTODE_REASON_NET_INBOUND_DENIED, run,
+					   enforced);
+		if (!ev)
 			return enforced ? -EPERM : 0;
-		}
-		custode_event_init(ev, CUSTODE_HOOK_INET_CONN_REQUEST, CUSTODE_REASON_NET_INBOUND_DENIED, run, enforced);
 		ev->pid = ev->tgid = 0; /* softirq: no process of the run asked */
 		__builtin_memset(ev->comm, 0, sizeof(ev->comm));
 		ev->object = CUSTODE_OBJECT_NET;
@@ -864,8 +852,7 @@ CUSTODE_LSM(inet_conn_request, custode_proc_inet_conn_request, struct sock *sk, 
 		ev->obj.net.family = family;
 		ev->obj.net.proto = 6;
 		ev->obj.net.sock_type = 1;
-		bpf_ringbuf_submit(ev, 0);
-		custode_count_stat(0);
+		custode_event_submit(ev);
 		return enforced ? -EPERM : 0;
 	}
 }
@@ -1017,7 +1004,7 @@ static __always_inline bool current_is_custode(void)
 	return inode && inode->i_ino == custode_exe_ino && inode->i_sb->s_dev == custode_exe_dev;
 }
 
-/* custode's objects are named custode_* (bpf/lib/custode.bpf.h, the meta map, every program). */
+/* custode's objects are named custode_* (bpf/lib/maps.bpf.h, the meta map, every program). */
 static __always_inline bool custode_name(const char *name)
 {
 	return name[0] == 'c' && name[1] == 'u' && name[2] == 's' && name[3] == 't' && name[4] == 'o' &&

@@ -6,7 +6,31 @@ find_program(CLANG_EXE NAMES clang-14 clang REQUIRED)
 find_program(LLVM_STRIP_EXE NAMES llvm-strip-14 llvm-strip REQUIRED)
 find_program(BPFTOOL_EXE NAMES bpftool PATHS /usr/sbin /sbin REQUIRED)
 
-set(CUSTODE_BPF_CFLAGS -g -O2 -target bpf -D__TARGET_ARCH_x86 -mcpu=v3
+# The target architecture for bpf_tracing.h's PT_REGS_* and syscall wrappers
+# (__TARGET_ARCH_<arch>), from the host processor as libbpf-bootstrap derives
+# it. Note: vmlinux/vmlinux.h was dumped from an x86_64 kernel; another
+# architecture needs its own (vmlinux/README.md).
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|amd64|AMD64")
+  set(CUSTODE_BPF_ARCH x86)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
+  set(CUSTODE_BPF_ARCH arm64)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^arm")
+  set(CUSTODE_BPF_ARCH arm)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "ppc64le|powerpc64le")
+  set(CUSTODE_BPF_ARCH powerpc)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "s390x")
+  set(CUSTODE_BPF_ARCH s390)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "riscv64")
+  set(CUSTODE_BPF_ARCH riscv)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "loongarch64")
+  set(CUSTODE_BPF_ARCH loongarch)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "mips")
+  set(CUSTODE_BPF_ARCH mips)
+else()
+  message(FATAL_ERROR "BPF: no __TARGET_ARCH for processor ${CMAKE_SYSTEM_PROCESSOR}")
+endif()
+
+set(CUSTODE_BPF_CFLAGS -g -O2 -target bpf -D__TARGET_ARCH_${CUSTODE_BPF_ARCH} -mcpu=v3
     -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
     -I${PROJECT_SOURCE_DIR}/vmlinux -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/bpf/lib)
 

@@ -9,7 +9,7 @@
 #ifndef CUSTODE_INBOUND_MAP_BPF_H
 #define CUSTODE_INBOUND_MAP_BPF_H
 
-#include "custode.bpf.h"
+#include "maps.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -17,7 +17,7 @@ struct {
 	__type(key, struct custode_private_key);
 	__type(value, __u32);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	CUSTODE_PIN_BY_NAME(custode_net_inbound);
 } custode_net_inbound SEC(".maps");
 
 #endif

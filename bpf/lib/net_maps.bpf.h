@@ -14,7 +14,7 @@ struct {
 	__type(key, struct custode_net_key);
 	__type(value, struct custode_net_rule);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	CUSTODE_PIN_BY_NAME(custode_net_rules);
 } custode_net_rules SEC(".maps");
 
 /* network.private literals: lift the classifier's veto for these addresses. */
@@ -24,7 +24,7 @@ struct {
 	__type(key, struct custode_private_key);
 	__type(value, __u32);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	CUSTODE_PIN_BY_NAME(custode_net_private);
 } custode_net_private SEC(".maps");
 
 /* The host's own addresses per network namespace (struct custode_host_addr_key). */
@@ -34,7 +34,7 @@ struct {
 	__type(key, struct custode_host_addr_key);
 	__type(value, __u32);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	CUSTODE_PIN_BY_NAME(custode_host_addrs);
 } custode_host_addrs SEC(".maps");
 
 /*
@@ -47,7 +47,7 @@ struct {
 	__type(key, struct custode_pin_key);
 	__type(value, struct custode_pin);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	CUSTODE_PIN_BY_NAME(custode_pins);
 } custode_pins SEC(".maps");
 
 /*
@@ -59,7 +59,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct custode_dns_cfg);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	CUSTODE_PIN_BY_NAME(custode_dns_cfg);
 } custode_dns_cfg SEC(".maps");
 
 /*
@@ -74,7 +74,7 @@ struct {
 	__type(key, __u64);
 	__type(value, __u32);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	CUSTODE_PIN_BY_NAME(custode_dns_run_token);
 } custode_dns_run_token SEC(".maps");
 
 struct {
@@ -83,7 +83,7 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	CUSTODE_PIN_BY_NAME(custode_dns_token_run);
 } custode_dns_token_run SEC(".maps");
 
 /*
@@ -96,7 +96,7 @@ struct {
 	__uint(max_entries, CUSTODE_MAX_DNS_ORIG);
 	__type(key, __u64);
 	__type(value, struct custode_dns_orig);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	CUSTODE_PIN_BY_NAME(custode_dns_orig);
 } custode_dns_orig SEC(".maps");
 
 /* The resolver's per-run decision counts; declared here so the engine creates and pins it. */
@@ -106,7 +106,7 @@ struct {
 	__type(key, __u64);
 	__type(value, struct custode_dns_counters);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	CUSTODE_PIN_BY_NAME(custode_dns_counters);
 } custode_dns_counters SEC(".maps");
 
 #endif

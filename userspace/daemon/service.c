@@ -22,6 +22,7 @@
 #include "daemon/service.h"
 #include "daemon/stream.h"
 #include "dns/resolver.h"
+#include "engine/maps.h"
 #include "metrics/metrics.h"
 #include "state/runstate.h"
 #include "util/fsutil.h"
@@ -627,14 +628,6 @@ static int http_listen(const char *spec, struct custode_refusal *why)
 	return 0;
 }
 
-static int open_map(const char *name)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", CUSTODE_PIN_MAPS, name);
-	return bpf_obj_get(path);
-}
-
 /*
  * Control peers inside a run are refused: root in an attached unit or pod
  * must not detach its own run. The peer's cgroup (from /proc/PID/cgroup) and
@@ -684,9 +677,9 @@ int custode_service_start(struct custode_engine *e, const struct custode_service
 	if (!V.o.metrics_interval)
 		V.o.metrics_interval = 15;
 	custode_control_set_peer_check(peer_check);
-	V.stats_fd = open_map("custode_stats");
-	V.estats_fd = open_map("custode_event_stats");
-	V.dnsc_fd = open_map("custode_dns_counters");
+	V.stats_fd = custode_map_open(CUSTODE_MAP_STATS);
+	V.estats_fd = custode_map_open(CUSTODE_MAP_EVENT_STATS);
+	V.dnsc_fd = custode_map_open(CUSTODE_MAP_DNS_COUNTERS);
 	snapshot();
 	maps_refresh();
 	if ((err = custode_loop_timer(SNAPSHOT_MS, snapshot_timer, NULL)) < 0)
@@ -807,7 +800,7 @@ static json_t *cmd_status(void)
 	struct custode_event_stats xs = {0};
 	size_t clients, followers;
 	json_t *gates = json_array();
-	int fd = open_map("custode_gates");
+	int fd = custode_map_open(CUSTODE_MAP_GATES);
 
 	if (fd >= 0) {
 		struct custode_gates g;

@@ -17,6 +17,7 @@
 #include "custode/abi.h"
 #include "daemon/loop.h"
 #include "daemon/stream.h"
+#include "engine/maps.h"
 #include "state/runstate.h"
 #include "util/reasons.h"
 #include "util/time.h"
@@ -1104,14 +1105,6 @@ static int tick(void *arg)
 	return 0;
 }
 
-static int open_map(const char *name)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", CUSTODE_PIN_MAPS, name);
-	return bpf_obj_get(path);
-}
-
 int custode_stream_open(const struct custode_stream_opts *o, struct custode_refusal *why)
 {
 	struct custode_event_cfg cfg = {0};
@@ -1133,11 +1126,11 @@ int custode_stream_open(const struct custode_stream_opts *o, struct custode_refu
 	if (!S.en || !S.rec || !S.known || (S.o.history && !S.hist))
 		return custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
 	/* our own fds: the engine handle may be reopened (new classes) without touching the consumer */
-	S.events_fd = open_map("custode_events");
-	S.stats_fd = open_map("custode_stats");
-	S.runs_fd = open_map("custode_runs");
-	S.throttle_fd = open_map("custode_throttle");
-	S.cfg_fd = open_map("custode_event_cfg");
+	S.events_fd = custode_map_open(CUSTODE_MAP_EVENTS);
+	S.stats_fd = custode_map_open(CUSTODE_MAP_STATS);
+	S.runs_fd = custode_map_open(CUSTODE_MAP_RUNS);
+	S.throttle_fd = custode_map_open(CUSTODE_MAP_THROTTLE);
+	S.cfg_fd = custode_map_open(CUSTODE_MAP_EVENT_CFG);
 	if (S.events_fd < 0 || S.stats_fd < 0)
 		return custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING, "the engine's event maps are missing");
 	if (S.cfg_fd >= 0) {

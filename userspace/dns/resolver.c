@@ -4,10 +4,11 @@
  * the destination address → run), check the name, ask upstream over a fresh
  * connected UDP socket (random source port, random ID; TCP when truncated),
  * vet, pin, then reply. docs/resolver.md has the reasons for each choice.
+ *
+ * This file: the lifecycle (open, serve, close) and the event loop; what
+ * each other file of the resolver owns is in resolver_int.h.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,197 +20,19 @@
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <bpf/bpf.h>
 
 #include "custode/abi.h"
-#include "custode/addr.h"
 #include "custode/resolver.h"
-#include "dns/names.h"
 #include "dns/resolver.h"
-#include "dns/vet.h"
-#include "dns/wire.h"
-#include "engine/hostaddrs.h"
+#include "dns/resolver_int.h"
+#include "engine/maps.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
 #endif
 
-#define MAX_QUERIES 4096
-#define MAX_CONNS 256
-#define CONN_IDLE_MS 10000
-#define PIN_BUCKETS (1u << 16)
-#define RUN_BUCKETS 1024u
-#define HEARTBEAT_MS 1000
-#define SWEEP_MS 2000
-#define GC_MS 5000
-#define NAMES_RECHECK_MS 1000
-#define COUNTERS_KEEP_MS 60000
-#define MAX_PORTS 4096 /* (proto, port) pairs one name may be granted */
-#define RUN_REFRESH_MS 100 /* a run's registration (flags: cancelled, audit) is re-read this often */
-#define TOKEN_BUCKETS 4096u
-#define MAX_DIRTY 256
-/*
- * Upstream UDP sockets: connected to one server, bound by the kernel to a
- * random ephemeral port, each carrying one query at a time and at most
- * UPSOCK_USES queries in its life (then a fresh socket, a fresh port).
- * Every query still gets a random ID; a late answer to an earlier query on
- * the same socket fails the ID check.
- */
-#define UPSOCK_USES 16
-/* queries one run may have in flight: a run flooding the resolver can't take every slot */
-#define MAX_RUN_INFLIGHT 512
-
-enum { EV_UDP = 1, EV_TCP = 2, EV_CONN = 3, EV_UP = 4, EV_UPS = 5 };
-/* kind, a generation (a freed and reused slot ignores events meant for its last user), index */
-#define EV_DATA(kind, gen, idx) ((uint64_t)(kind) << 48 | (uint64_t)((gen)&0xffff) << 32 | (uint32_t)(idx))
-
-struct link {
-	struct link *prev, *next;
-};
-
-static void link_init(struct link *l)
-{
-	l->prev = l->next = l;
-}
-
-static void link_del(struct link *l)
-{
-	l->prev->next = l->next;
-	l->next->prev = l->prev;
-	link_init(l);
-}
-
-static void link_tail(struct link *head, struct link *l)
-{
-	link_del(l);
-	l->prev = head->prev;
-	l->next = head;
-	head->prev->next = l;
-	head->prev = l;
-}
-
-#define CONTAINER(p, type, member) ((type *)((char *)(p) - offsetof(type, member)))
-
-struct pin {
-	struct custode_pin_key key;
-	__u64 expires;
-	struct pin *next;
-};
-
-struct run {
-	__u64 cgid;
-	struct custode_run info;
-	struct custode_dns_names names;
-	bool names_ok;
-	uint64_t names_checked_ms;
-	struct timespec names_mtime;
-	ino_t names_ino;
-	size_t pins;
-	uint64_t gone_since_ms;
-	uint64_t info_ms; /* when info was read from custode_runs */
-	struct custode_dns_counters counters;
-	bool dirty;       /* counters not yet written to custode_dns_counters */
-	unsigned inflight; /* its queries holding a slot */
-	struct run *next;
-};
-
-/* What a token means, cached: only this resolver deletes tokens (net.bpf.c dns_token). */
-struct token {
-	__u32 token;
-	__u64 cgid;
-	struct token *next;
-};
-
-struct conn {
-	bool used;
-	int fd;
-	unsigned gen;
-	struct in_addr local;
-	uint8_t *rbuf; /* 2 + 65535 */
-	size_t rlen;
-	uint8_t *wbuf;
-	size_t wlen, woff;
-	bool busy, eof;
-	uint64_t deadline_ms;
-	struct link lnode;
-};
-
-struct client {
-	int proto; /* IPPROTO_UDP or IPPROTO_TCP */
-	struct sockaddr_in addr;
-	struct in_addr local;
-	int conn;
-	unsigned conn_gen;
-};
-
-struct query {
-	bool used;
-	unsigned gen;
-	struct client c;
-	__u64 cgid;
-	uint16_t client_id;
-	bool rd, edns, granted_name, audit, counted;
-	size_t max_len;
-	uint8_t question[CUSTODE_DNS_MAX_WIRE_NAME + 4];
-	size_t question_len;
-	struct custode_dns_name qname;
-	uint16_t qtype;
-	/* upstream: a pooled UDP socket (us >= 0, fd is its fd), or a TCP socket of its own */
-	int fd, us;
-	bool up_bad; /* the UDP socket saw an error: don't reuse it */
-	size_t server;
-	bool tcp;
-	uint16_t up_id;
-	uint8_t *tbuf; /* TCP: the query (length-prefixed), then the answer */
-	size_t tlen, toff, tneed;
-	bool tsent;
-	int last_reason;
-	uint64_t started_ms, deadline_ms;
-	struct link lnode;
-};
-
-struct upsock {
-	bool used;
-	int fd;
-	size_t server;
-	int query; /* the query it carries, or -1 (idle) */
-	unsigned uses, gen;
-};
-
-struct custode_resolver {
-	struct custode_resolver_config cfg;
-	struct custode_resolver_hooks hooks;
-	int ep, udp, tcp;
-	int runs_fd, pins_fd, priv_fd, cfg_fd, run_token_fd, token_run_fd, counters_fd, hosts_fd;
-	__u64 netns;
-	__u32 cfg_map_id; /* the pinned custode_dns_cfg we publish in; another one: the engine was replaced */
-	struct query *q;
-	struct link q_active;
-	size_t n_free_q;
-	int *free_q;
-	struct conn *conns;
-	struct link conn_active;
-	struct upsock *ups;
-	int *free_ups[CUSTODE_RESOLVER_MAX_UPSTREAMS]; /* idle sockets per server */
-	size_t n_free_ups[CUSTODE_RESOLVER_MAX_UPSTREAMS];
-	struct pin **pins;
-	size_t n_pins;
-	struct run *runs[RUN_BUCKETS];
-	struct token *tokens[TOKEN_BUCKETS];
-	struct run *dirty[MAX_DIRTY];
-	size_t n_dirty;
-	struct custode_dns_msg *msg; /* scratch: one message parsed at a time */
-	struct custode_dns_vetted *vetted; /* scratch: one answer vetted at a time */
-	uint8_t buf[65536 + 2];
-	uint8_t out[65536 + 2];
-	uint8_t rnd[4096];
-	size_t rnd_left;
-	uint64_t next_heartbeat, next_sweep, next_gc;
-	struct custode_dns_port ports[MAX_PORTS];
-};
-
-static uint64_t now_ms(void)
+uint64_t resolver_now_ms(void)
 {
 	struct timespec ts;
 
@@ -217,7 +40,7 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static __u64 boot_ns(void)
+__u64 resolver_boot_ns(void)
 {
 	struct timespec ts;
 
@@ -225,7 +48,7 @@ static __u64 boot_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
-static uint16_t rand16(struct custode_resolver *r)
+uint16_t resolver_rand16(struct custode_resolver *r)
 {
 	uint16_t v;
 
@@ -243,8 +66,7 @@ static uint16_t rand16(struct custode_resolver *r)
 	return v;
 }
 
-static void notice(struct custode_resolver *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void notice(struct custode_resolver *r, const char *fmt, ...)
+void resolver_notice(struct custode_resolver *r, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -269,438 +91,6 @@ void custode_resolver_defaults(struct custode_resolver_config *cfg)
 	cfg->total_ms = 5000;
 }
 
-/* ---- runs, names, counters ---- */
-
-static struct run **run_slot(struct custode_resolver *r, __u64 cgid)
-{
-	struct run **p = &r->runs[(cgid ^ (cgid >> 17)) % RUN_BUCKETS];
-
-	while (*p && (*p)->cgid != cgid)
-		p = &(*p)->next;
-	return p;
-}
-
-static void names_refresh(struct custode_resolver *r, struct run *run, uint64_t now)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	struct custode_dns_names n;
-
-	if (run->names_checked_ms && now - run->names_checked_ms < NAMES_RECHECK_MS)
-		return;
-	run->names_checked_ms = now;
-	custode_dns_names_path(run->info.run_id, path, sizeof(path));
-	if (stat(path, &st) < 0) {
-		if (run->names_ok)
-			custode_dns_names_free(&run->names);
-		run->names_ok = false;
-		return;
-	}
-	if (run->names_ok && st.st_ino == run->names_ino && st.st_mtim.tv_sec == run->names_mtime.tv_sec &&
-	    st.st_mtim.tv_nsec == run->names_mtime.tv_nsec)
-		return;
-	if (st.st_uid != 0 || (st.st_mode & 022) || !S_ISREG(st.st_mode) ||
-	    custode_dns_names_load(run->info.run_id, &n) < 0) {
-		notice(r, "names of run %016llx unreadable or invalid (%s): every name denied",
-		       (unsigned long long)run->info.run_id, path);
-		if (run->names_ok)
-			custode_dns_names_free(&run->names);
-		run->names_ok = false;
-		return;
-	}
-	if (run->names_ok)
-		custode_dns_names_free(&run->names);
-	run->names = n;
-	run->names_ok = true;
-	run->names_ino = st.st_ino;
-	run->names_mtime = st.st_mtim;
-}
-
-/*
- * The run behind a cgroup id as registered (NULL: not registered), re-read
- * at most every RUN_REFRESH_MS. A run cancelled or ended within that time
- * may still get an answer and pins: harmless, its processes are denied
- * everything and its pins are deleted with it (and by gc()).
- */
-static struct run *run_get(struct custode_resolver *r, __u64 cgid)
-{
-	struct custode_run info;
-	struct run **p, *run;
-	uint64_t now = now_ms();
-
-	p = run_slot(r, cgid);
-	run = *p;
-	if (run && !run->gone_since_ms && now - run->info_ms < RUN_REFRESH_MS)
-		return run;
-	if (bpf_map_lookup_elem(r->runs_fd, &cgid, &info) < 0)
-		return NULL;
-	if (!run) {
-		run = calloc(1, sizeof(*run));
-		if (!run)
-			return NULL;
-		run->cgid = cgid;
-		run->info = info;
-		if (bpf_map_lookup_elem(r->counters_fd, &cgid, &run->counters) < 0)
-			memset(&run->counters, 0, sizeof(run->counters));
-		*p = run;
-	}
-	if (run->info.run_id != info.run_id) { /* cannot happen: cgroup ids are not reused */
-		if (run->names_ok)
-			custode_dns_names_free(&run->names);
-		run->names_ok = false;
-		run->names_checked_ms = 0;
-	}
-	run->info = info;
-	run->info_ms = now;
-	run->gone_since_ms = 0;
-	names_refresh(r, run, now);
-	return run;
-}
-
-static struct token **token_slot(struct custode_resolver *r, __u32 token)
-{
-	struct token **p = &r->tokens[(token ^ (token >> 12)) % TOKEN_BUCKETS];
-
-	while (*p && (*p)->token != token)
-		p = &(*p)->next;
-	return p;
-}
-
-/* The run cgroup a token names, 0 if none. */
-static __u64 token_cgid(struct custode_resolver *r, __u32 token)
-{
-	struct token **p = token_slot(r, token), *t;
-	__u64 cgid = 0;
-
-	if (*p)
-		return (*p)->cgid;
-	if (bpf_map_lookup_elem(r->token_run_fd, &token, &cgid) < 0)
-		return 0;
-	t = malloc(sizeof(*t));
-	if (t) {
-		t->token = token;
-		t->cgid = cgid;
-		t->next = NULL;
-		*p = t;
-	}
-	return cgid;
-}
-
-static void token_forget(struct custode_resolver *r, __u32 token)
-{
-	struct token **p = token_slot(r, token), *t = *p;
-
-	if (t) {
-		*p = t->next;
-		free(t);
-	}
-}
-
-/* Write the counters of the runs that had decisions since the last flush (one writer: no lost counts). */
-static void counters_flush(struct custode_resolver *r)
-{
-	for (size_t i = 0; i < r->n_dirty; i++) {
-		struct run *run = r->dirty[i];
-		bpf_map_update_elem(r->counters_fd, &run->cgid, &run->counters, BPF_ANY);
-		run->dirty = false;
-	}
-	r->n_dirty = 0;
-}
-
-static void run_free(struct custode_resolver *r, struct run *run)
-{
-	if (run->names_ok)
-		custode_dns_names_free(&run->names);
-	free(run);
-}
-
-struct decision_in {
-	struct run *run;
-	__u64 cgid;
-	const struct custode_dns_name *name;
-	uint16_t qtype;
-	int proto;
-	int reason;
-	bool enforced;
-	unsigned rcode;
-	const struct custode_dns_vetted *v;
-	size_t pins;
-	uint32_t ttl;
-	const char *detail;
-};
-
-static void decide(struct custode_resolver *r, const struct decision_in *in)
-{
-	struct custode_resolver_decision d = {0};
-	char type[16];
-
-	if (in->run) {
-		struct custode_dns_counters *c = &in->run->counters;
-
-		c->queries++;
-		if (in->v && in->v->n_addrs && !in->reason)
-			c->answered++;
-		c->pins += in->pins;
-		if (in->reason >= CUSTODE_REASON_DNS_NAME_DENIED &&
-		    in->reason < CUSTODE_REASON_DNS_NAME_DENIED + CUSTODE_DNS_REASONS)
-			c->denials[in->reason - CUSTODE_REASON_DNS_NAME_DENIED]++;
-		if (in->v && in->v->dropped && in->reason != CUSTODE_REASON_DNS_ANSWER_PRIVATE)
-			c->denials[CUSTODE_REASON_DNS_ANSWER_PRIVATE - CUSTODE_REASON_DNS_NAME_DENIED]++;
-		/*
-		 * Denials are written at once (before the run gets its answer, so the
-		 * launcher's summary can't miss one); the rest at the end of this loop
-		 * iteration, before the next wait.
-		 */
-		if (in->reason || (in->v && in->v->dropped))
-			bpf_map_update_elem(r->counters_fd, &in->run->cgid, c, BPF_ANY);
-		else if (!in->run->dirty) {
-			if (r->n_dirty == MAX_DIRTY)
-				counters_flush(r);
-			in->run->dirty = true;
-			r->dirty[r->n_dirty++] = in->run;
-		}
-		d.run_id = in->run->info.run_id;
-	}
-	if (!r->hooks.decision)
-		return;
-	d.run_cgid = in->cgid;
-	d.name = in->name && in->name->host ? in->name->text : "";
-	d.type = custode_dns_type_name(in->qtype, type, sizeof(type));
-	d.proto = in->proto == IPPROTO_TCP ? "tcp" : "udp";
-	d.reason = in->reason;
-	d.enforced = in->enforced;
-	d.rcode = in->rcode;
-	if (in->v && !in->reason) {
-		d.n_addrs = in->v->n_addrs;
-		d.addrs = (const uint8_t(*)[16])in->v->addrs;
-	}
-	d.dropped = in->v ? in->v->dropped : 0;
-	d.pins = in->pins;
-	d.ttl = in->ttl;
-	d.detail = in->detail ? in->detail : (in->v && in->v->detail[0] ? in->v->detail : NULL);
-	r->hooks.decision(r->hooks.ctx, &d);
-}
-
-/* ---- pins ---- */
-
-static uint32_t pin_hash(const struct custode_pin_key *k)
-{
-	const uint8_t *p = (const uint8_t *)k;
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h % PIN_BUCKETS;
-}
-
-static struct pin **pin_slot(struct custode_resolver *r, const struct custode_pin_key *k)
-{
-	struct pin **p = &r->pins[pin_hash(k)];
-
-	while (*p && memcmp(&(*p)->key, k, sizeof(*k)))
-		p = &(*p)->next;
-	return p;
-}
-
-static void pin_key(struct custode_pin_key *k, __u64 cgid, const struct custode_dns_port *port, const uint8_t *addr)
-{
-	memset(k, 0, sizeof(*k));
-	k->run_cgid = cgid;
-	k->proto = port->proto;
-	k->port = port->port;
-	memcpy(k->addr, addr, 16);
-}
-
-/*
- * Pin every (address, port) of an answer for the run before the reply goes
- * out. All or nothing against the quota; a map that refuses an insert fails
- * the lookup closed.
- */
-static int pin_answer(struct custode_resolver *r, struct run *run, const struct custode_dns_vetted *v,
-		      const struct custode_dns_port *ports, size_t n_ports, uint32_t eff_ttl, size_t *written)
-{
-	__u64 expires = boot_ns() + ((__u64)eff_ttl + r->cfg.grace) * 1000000000ull;
-	/*
-	 * A pin that already lives almost as long is not rewritten: up to a
-	 * second (never more than the grace) short of the new expiry, it still
-	 * outlives the TTL the run is told (at most eff_ttl).
-	 */
-	__u64 slack = (r->cfg.grace < 1 ? r->cfg.grace : 1) * 1000000000ull;
-	size_t fresh = 0;
-	struct custode_pin_key k;
-
-	*written = 0;
-	for (size_t a = 0; a < v->n_addrs; a++)
-		for (size_t i = 0; i < n_ports; i++) {
-			pin_key(&k, run->cgid, &ports[i], v->addrs[a]);
-			if (!*pin_slot(r, &k))
-				fresh++;
-		}
-	if (run->pins + fresh > r->cfg.pin_quota)
-		return -EDQUOT;
-	for (size_t a = 0; a < v->n_addrs; a++)
-		for (size_t i = 0; i < n_ports; i++) {
-			struct custode_pin val = {.expires_ns = expires};
-			struct pin **slot, *p;
-
-			pin_key(&k, run->cgid, &ports[i], v->addrs[a]);
-			slot = pin_slot(r, &k);
-			if (*slot && (*slot)->expires + slack >= expires)
-				continue; /* already pinned (almost) as long */
-			if (bpf_map_update_elem(r->pins_fd, &k, &val, BPF_ANY) < 0)
-				return -ENOSPC;
-			(*written)++;
-			if (*slot) {
-				(*slot)->expires = expires;
-				continue;
-			}
-			p = malloc(sizeof(*p));
-			if (!p)
-				return -ENOMEM;
-			p->key = k;
-			p->expires = expires;
-			p->next = NULL;
-			*slot = p;
-			run->pins++;
-			r->n_pins++;
-		}
-	return 0;
-}
-
-/* Drop expired pins (the kernel ignores them already; this frees map room and quota). */
-static void pins_sweep(struct custode_resolver *r, bool all_of_gone_runs)
-{
-	__u64 now = boot_ns();
-
-	for (size_t b = 0; b < PIN_BUCKETS; b++) {
-		struct pin **p = &r->pins[b];
-
-		while (*p) {
-			struct pin *x = *p;
-			struct run *run = *run_slot(r, x->key.run_cgid);
-			bool gone = all_of_gone_runs && (!run || run->gone_since_ms);
-
-			if (x->expires > now && !gone) {
-				p = &x->next;
-				continue;
-			}
-			/* gone runs: the launcher deleted their pins, but one written since would linger */
-			bpf_map_delete_elem(r->pins_fd, &x->key);
-			if (run && run->pins)
-				run->pins--;
-			r->n_pins--;
-			*p = x->next;
-			free(x);
-		}
-	}
-}
-
-/* Pins left by an earlier resolver count against their runs' quotas. */
-static void pins_adopt(struct custode_resolver *r)
-{
-	struct custode_pin_key key, next;
-	struct custode_pin val;
-	void *prev = NULL;
-
-	while (bpf_map_get_next_key(r->pins_fd, prev, &next) == 0) {
-		struct pin **slot, *p;
-		struct run *run;
-
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(r->pins_fd, &key, &val) < 0)
-			continue;
-		run = run_get(r, key.run_cgid);
-		slot = pin_slot(r, &key);
-		if (!run || *slot || !(p = malloc(sizeof(*p))))
-			continue;
-		p->key = key;
-		p->expires = val.expires_ns;
-		p->next = NULL;
-		*slot = p;
-		run->pins++;
-		r->n_pins++;
-	}
-}
-
-/* Runs that ended: forget them (after a while, their counters too) and free their tokens. */
-static void gc(struct custode_resolver *r, uint64_t now)
-{
-	__u64 key, next;
-	void *prev = NULL;
-	struct custode_run info;
-	bool any_gone = false;
-
-	for (size_t b = 0; b < RUN_BUCKETS; b++) {
-		struct run **p = &r->runs[b];
-
-		while (*p) {
-			struct run *run = *p;
-
-			if (bpf_map_lookup_elem(r->runs_fd, &run->cgid, &info) == 0) {
-				p = &run->next;
-				continue;
-			}
-			if (!run->gone_since_ms) {
-				run->gone_since_ms = now;
-				any_gone = true;
-			}
-			if (now - run->gone_since_ms < COUNTERS_KEEP_MS) {
-				p = &run->next;
-				continue;
-			}
-			bpf_map_delete_elem(r->counters_fd, &run->cgid);
-			*p = run->next;
-			run_free(r, run);
-		}
-	}
-	if (any_gone)
-		pins_sweep(r, true); /* the launcher (or gc) deleted their pins from the map */
-	/* tokens: a cgroup id never comes back, so the tokens of an unregistered run are dead */
-	while (bpf_map_get_next_key(r->run_token_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(r->runs_fd, &key, &info) == 0)
-			continue;
-		if (bpf_map_delete_elem(r->run_token_fd, &key) == 0)
-			prev = NULL;
-	}
-	{
-		__u32 tkey, tnext;
-		void *tprev = NULL;
-
-		while (bpf_map_get_next_key(r->token_run_fd, tprev, &tnext) == 0) {
-			__u64 owner;
-
-			tkey = tnext;
-			tprev = &tkey;
-			if (bpf_map_lookup_elem(r->token_run_fd, &tkey, &owner) < 0 ||
-			    bpf_map_lookup_elem(r->runs_fd, &owner, &info) == 0)
-				continue;
-			token_forget(r, tkey);
-			if (bpf_map_delete_elem(r->token_run_fd, &tkey) == 0)
-				tprev = NULL;
-		}
-	}
-	/* counters of runs this resolver never saw (an earlier one did): once they are long unregistered */
-	prev = NULL;
-	while (bpf_map_get_next_key(r->counters_fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (*run_slot(r, key) || bpf_map_lookup_elem(r->runs_fd, &key, &info) == 0)
-			continue;
-		/* first sight: remember it as gone, delete after COUNTERS_KEEP_MS */
-		{
-			struct run *run = calloc(1, sizeof(*run));
-			if (run) {
-				run->cgid = key;
-				run->gone_since_ms = now;
-				*run_slot(r, key) = run;
-			}
-		}
-	}
-}
-
 static __u32 map_id(int fd)
 {
 	struct bpf_map_info info;
@@ -710,12 +100,10 @@ static __u32 map_id(int fd)
 	return fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
 }
 
-static int open_map(const char *name);
-
 /* Is the engine we serve still the pinned one? (`engine unload --force` and a reload replace it.) */
 static bool engine_still_ours(struct custode_resolver *r)
 {
-	int fd = open_map("custode_dns_cfg");
+	int fd = custode_map_open(CUSTODE_MAP_DNS_CFG);
 	__u32 id = map_id(fd);
 
 	if (fd >= 0)
@@ -729,7 +117,7 @@ static int heartbeat(struct custode_resolver *r, bool up)
 	__u32 zero = 0;
 
 	if (up) {
-		c.alive_until_ns = boot_ns() + CUSTODE_DNS_HEARTBEAT_NS;
+		c.alive_until_ns = resolver_boot_ns() + CUSTODE_DNS_HEARTBEAT_NS;
 		c.netns_cookie = r->netns;
 		c.flags = CUSTODE_DNS_UP;
 		c.pid = (__u32)getpid();
@@ -737,825 +125,7 @@ static int heartbeat(struct custode_resolver *r, bool up)
 	return bpf_map_update_elem(r->cfg_fd, &zero, &c, BPF_ANY) < 0 ? -errno : 0;
 }
 
-/* ---- replies ---- */
-
-static void conn_close(struct custode_resolver *r, int idx);
-
-static void conn_flush(struct custode_resolver *r, int idx)
-{
-	struct conn *c = &r->conns[idx];
-
-	while (c->woff < c->wlen) {
-		ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EAGAIN) {
-				struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.u64 = EV_DATA(EV_CONN, c->gen, idx)};
-				epoll_ctl(r->ep, EPOLL_CTL_MOD, c->fd, &ev);
-				return;
-			}
-			conn_close(r, idx);
-			return;
-		}
-		c->woff += (size_t)n;
-	}
-	c->wlen = c->woff = 0;
-	{
-		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_DATA(EV_CONN, c->gen, idx)};
-		epoll_ctl(r->ep, EPOLL_CTL_MOD, c->fd, &ev);
-	}
-}
-
-static void send_bytes(struct custode_resolver *r, const struct client *cl, const uint8_t *msg, size_t len)
-{
-	if (cl->proto == IPPROTO_UDP) {
-		char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))];
-		struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
-		struct msghdr mh = {.msg_name = (void *)&cl->addr,
-				    .msg_namelen = sizeof(cl->addr),
-				    .msg_iov = &iov,
-				    .msg_iovlen = 1,
-				    .msg_control = cbuf,
-				    .msg_controllen = sizeof(cbuf)};
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		struct in_pktinfo pi = {.ipi_spec_dst = cl->local};
-
-		memset(cbuf, 0, sizeof(cbuf));
-		cm->cmsg_level = IPPROTO_IP;
-		cm->cmsg_type = IP_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-		/* the reply must come from the address the client sent to: the run's 127.T.T.T */
-		if (sendmsg(r->udp, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
-			notice(r, "reply to %s:%u: %s", inet_ntoa(cl->addr.sin_addr), ntohs(cl->addr.sin_port),
-			       strerror(errno));
-		return;
-	}
-	{
-		struct conn *c;
-
-		if (cl->conn < 0 || cl->conn >= MAX_CONNS)
-			return;
-		c = &r->conns[cl->conn];
-		if (!c->used || c->gen != cl->conn_gen)
-			return; /* the client went away */
-		c->busy = false;
-		if (!c->wbuf && !(c->wbuf = malloc(65536 + 2))) {
-			conn_close(r, cl->conn);
-			return;
-		}
-		c->wbuf[0] = (uint8_t)(len >> 8);
-		c->wbuf[1] = (uint8_t)len;
-		memcpy(c->wbuf + 2, msg, len);
-		c->wlen = len + 2;
-		c->woff = 0;
-		c->deadline_ms = now_ms() + CONN_IDLE_MS;
-		link_tail(&r->conn_active, &c->lnode);
-		conn_flush(r, cl->conn);
-	}
-}
-
-/* A header-only reply (FORMERR to what has no usable question, and the like). */
-static void reply_header(struct custode_resolver *r, const struct client *cl, uint16_t id, uint16_t qflags,
-			 unsigned rcode)
-{
-	uint8_t h[CUSTODE_DNS_HEADER] = {0};
-	uint16_t f = CUSTODE_DNS_F_QR | (qflags & (CUSTODE_DNS_F_OPCODE | CUSTODE_DNS_F_RD)) | (rcode & 0xf);
-
-	h[0] = (uint8_t)(id >> 8);
-	h[1] = (uint8_t)id;
-	h[2] = (uint8_t)(f >> 8);
-	h[3] = (uint8_t)f;
-	send_bytes(r, cl, h, sizeof(h));
-}
-
-static void reply(struct custode_resolver *r, const struct query *q, unsigned rcode, const struct custode_dns_vetted *v,
-		  uint32_t ttl)
-{
-	struct custode_dns_reply rp = {
-		.id = q->client_id,
-		.rd = q->rd,
-		.rcode = rcode,
-		.question = q->question,
-		.question_len = q->question_len,
-		.qtype = q->qtype,
-		.chain = v ? v->chain : NULL,
-		.n_chain = v && rcode == CUSTODE_DNS_NOERROR ? v->n_chain : 0,
-		.ttl = ttl,
-		.addrs = v && rcode == CUSTODE_DNS_NOERROR ? (const uint8_t(*)[16])v->addrs : NULL,
-		.n_addrs = v && rcode == CUSTODE_DNS_NOERROR ? v->n_addrs : 0,
-		.edns = q->edns,
-		.max_len = q->max_len,
-	};
-	int n = custode_dns_build_reply(r->out, sizeof(r->out), &rp);
-
-	if (n < 0) {
-		reply_header(r, &q->c, q->client_id, q->rd ? CUSTODE_DNS_F_RD : 0, CUSTODE_DNS_SERVFAIL);
-		return;
-	}
-	send_bytes(r, &q->c, r->out, (size_t)n);
-}
-
-/* ---- queries ---- */
-
-static void upsock_close(struct custode_resolver *r, int idx)
-{
-	struct upsock *u = &r->ups[idx];
-
-	close(u->fd); /* also leaves the epoll set */
-	u->fd = -1;
-	u->used = false;
-	u->query = -1;
-	u->gen++;
-}
-
-/* An idle socket to server s, or a new one; its index, or -errno. */
-static int upsock_get(struct custode_resolver *r, size_t s)
-{
-	const struct sockaddr_storage *sa = &r->cfg.upstream[s];
-	struct epoll_event ev;
-	int idx = -1, fd;
-
-	/* the free list may hold stale entries (a socket retired, its slot reused): check each */
-	while (r->n_free_ups[s]) {
-		idx = r->free_ups[s][--r->n_free_ups[s]];
-		if (r->ups[idx].used && r->ups[idx].query < 0 && r->ups[idx].server == s)
-			return idx;
-	}
-	idx = -1;
-	for (int i = 0; i < MAX_QUERIES && idx < 0; i++)
-		if (!r->ups[i].used)
-			idx = i;
-	if (idx < 0)
-		return -EBUSY;
-	fd = socket(sa->ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (const struct sockaddr *)sa, r->cfg.upstream_len[s]) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
-	ev.events = EPOLLIN;
-	ev.data.u64 = EV_DATA(EV_UPS, r->ups[idx].gen, idx);
-	if (epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
-	r->ups[idx].used = true;
-	r->ups[idx].server = s;
-	r->ups[idx].fd = fd;
-	r->ups[idx].query = -1;
-	r->ups[idx].uses = 0;
-	return idx;
-}
-
-/* The attempt on q's upstream socket is over: back to the pool (or closed), or the TCP socket closed. */
-static void up_release(struct custode_resolver *r, struct query *q)
-{
-	if (q->us >= 0) {
-		struct upsock *u = &r->ups[q->us];
-
-		u->query = -1;
-		if (q->up_bad || ++u->uses >= UPSOCK_USES || r->n_free_ups[q->server] == MAX_QUERIES)
-			upsock_close(r, q->us);
-		else
-			r->free_ups[q->server][r->n_free_ups[q->server]++] = q->us;
-	} else if (q->fd >= 0) {
-		close(q->fd);
-	}
-	q->us = -1;
-	q->fd = -1;
-	q->up_bad = false;
-}
-
-static void query_free(struct custode_resolver *r, struct query *q)
-{
-	if (q->counted) {
-		struct run *run = *run_slot(r, q->cgid);
-		if (run && run->inflight)
-			run->inflight--;
-	}
-	up_release(r, q);
-	free(q->tbuf);
-	q->tbuf = NULL;
-	link_del(&q->lnode);
-	q->used = false;
-	q->gen++;
-	r->free_q[r->n_free_q++] = (int)(q - r->q);
-}
-
-struct vet_ctx {
-	struct custode_resolver *r;
-	struct run *run;
-	size_t audit_kept;
-};
-
-static bool vet_name_ok(void *ctx, const struct custode_dns_name *name)
-{
-	struct vet_ctx *c = ctx;
-	struct custode_dns_port one;
-
-	return c->run->names_ok && custode_dns_names_match(&c->run->names, name, &one, 1) > 0;
-}
-
-static bool vet_granted(void *ctx, const uint8_t addr[16])
-{
-	struct vet_ctx *c = ctx;
-	struct custode_private_key k = {.prefixlen = 32 + 128, .ruleset = c->run->info.ruleset};
-	__u32 v;
-
-	memcpy(k.addr, addr, 16);
-	if (bpf_map_lookup_elem(c->r->priv_fd, &k, &v) == 0)
-		return true;
-	if (c->run->info.flags & CUSTODE_RUN_AUDIT) {
-		c->audit_kept++;
-		return true;
-	}
-	return false;
-}
-
-/* One of the addresses of the namespace the runs (and this resolver) live in: a local service. */
-static bool vet_host(void *ctx, const uint8_t addr[16])
-{
-	struct vet_ctx *c = ctx;
-
-	return custode_hostaddrs_contains(c->r->hosts_fd, c->r->netns, addr);
-}
-
-static void finish(struct custode_resolver *r, struct query *q, const struct custode_dns_msg *resp, int fail_reason,
-		   const char *fail_detail)
-{
-	struct run *run = run_get(r, q->cgid);
-	struct vet_ctx vc = {.r = r, .run = run};
-	struct custode_dns_vet_opts o = {
-		.cname_strict = r->cfg.cname_strict, .name_ok = vet_name_ok, .granted = vet_granted,
-		.host = vet_host, .ctx = &vc};
-	struct custode_dns_vetted *v = r->vetted;
-	struct decision_in d = {.run = run, .cgid = q->cgid, .name = &q->qname, .qtype = q->qtype, .proto = q->c.proto,
-				.enforced = true};
-	size_t n_ports = 0, written = 0;
-	uint32_t eff, ttl = 0;
-	int err;
-
-	if (!run || (run->info.flags & CUSTODE_RUN_CANCELLED)) {
-		d.reason = CUSTODE_REASON_DNS_NAME_DENIED;
-		d.rcode = r->cfg.deny_rcode;
-		d.detail = "the run ended while its query was upstream";
-		decide(r, &d); /* reported (and a denial counted) before the run sees it */
-		reply(r, q, d.rcode, NULL, 0);
-		goto out;
-	}
-	d.enforced = !(run->info.flags & CUSTODE_RUN_AUDIT);
-	if (!resp) {
-		d.reason = fail_reason ? fail_reason : CUSTODE_REASON_DNS_UPSTREAM;
-		d.rcode = CUSTODE_DNS_SERVFAIL;
-		d.detail = fail_detail;
-		decide(r, &d);
-		reply(r, q, d.rcode, NULL, 0);
-		goto out;
-	}
-	custode_dns_vet(&q->qname, q->qtype, resp, &o, v);
-	d.v = v;
-	if (v->reason && (v->deny || v->rcode != CUSTODE_DNS_NOERROR)) {
-		d.reason = v->reason;
-		d.rcode = v->deny ? r->cfg.deny_rcode : v->rcode;
-		if (!d.enforced && v->deny) {
-			d.rcode = CUSTODE_DNS_SERVFAIL; /* audit: nothing usable to pass on either */
-		}
-		decide(r, &d);
-		reply(r, q, d.rcode, NULL, 0);
-		goto out;
-	}
-	eff = v->ttl < r->cfg.ttl_min ? r->cfg.ttl_min : v->ttl > r->cfg.ttl_max ? r->cfg.ttl_max : v->ttl;
-	/* never more than the pin's remaining life (eff + grace), never more than upstream said */
-	ttl = v->ttl < eff ? v->ttl : eff;
-	if (v->rcode == CUSTODE_DNS_NOERROR && v->n_addrs && q->granted_name) {
-		n_ports = run->names_ok ? custode_dns_names_match(&run->names, &q->qname, r->ports, MAX_PORTS) : 0;
-		err = pin_answer(r, run, v, r->ports, n_ports, eff, &written);
-		if (err) {
-			d.reason = CUSTODE_REASON_DNS_PINS_FULL;
-			d.pins = written;
-			d.detail = err == -EDQUOT ? "the run's pin quota is used up" : "the engine's pin map refused an insert";
-			if (err != -EDQUOT)
-				notice(r, "pin map insert failed for run %016llx: map full?",
-				       (unsigned long long)run->info.run_id);
-			d.rcode = r->cfg.deny_rcode;
-			if (d.enforced) {
-				decide(r, &d);
-				reply(r, q, d.rcode, NULL, 0);
-				goto out;
-			}
-		}
-	}
-	if (!q->granted_name) { /* audit mode: resolved for the report, nothing pinned */
-		d.reason = CUSTODE_REASON_DNS_NAME_DENIED;
-		d.enforced = false;
-	} else if (vc.audit_kept && !d.reason) {
-		d.reason = CUSTODE_REASON_DNS_ANSWER_PRIVATE;
-		d.enforced = false;
-	}
-	d.rcode = v->rcode;
-	d.pins = written;
-	d.ttl = ttl;
-	decide(r, &d);
-	reply(r, q, v->rcode, v, ttl);
-out:
-	query_free(r, q);
-}
-
-static int up_start(struct custode_resolver *r, struct query *q);
-
-/* This attempt failed: the next server over UDP, or give up. */
-static void up_next(struct custode_resolver *r, struct query *q, int reason, const char *detail)
-{
-	uint64_t now = now_ms();
-
-	if (reason)
-		q->last_reason = reason;
-	up_release(r, q);
-	free(q->tbuf);
-	q->tbuf = NULL;
-	q->tcp = false;
-	q->server++;
-	while (q->server < r->cfg.n_upstream && now < q->started_ms + r->cfg.total_ms) {
-		if (up_start(r, q) == 0)
-			return;
-		q->server++;
-	}
-	finish(r, q, NULL, q->last_reason,
-	       detail ? detail : q->last_reason == CUSTODE_REASON_DNS_MALFORMED ? "malformed upstream answer"
-									  : "no upstream answered in time");
-}
-
-static int up_start(struct custode_resolver *r, struct query *q)
-{
-	const struct sockaddr_storage *sa = &r->cfg.upstream[q->server];
-	struct epoll_event ev;
-	int n, fd;
-
-	if (!q->tcp) {
-		int idx = upsock_get(r, q->server);
-
-		if (idx < 0)
-			return idx;
-		q->up_id = rand16(r);
-		n = custode_dns_build_query(r->out + 2, sizeof(r->out) - 2, q->up_id, &q->qname, q->qtype);
-		if (n < 0 || send(r->ups[idx].fd, r->out + 2, (size_t)n, MSG_NOSIGNAL) < 0) {
-			int err = n < 0 ? n : -errno;
-			upsock_close(r, idx);
-			return err;
-		}
-		r->ups[idx].query = (int)(q - r->q);
-		q->us = idx;
-		q->fd = r->ups[idx].fd;
-		goto armed;
-	}
-	fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* a fresh TCP connection: a random ephemeral source port (the kernel's), and a random ID */
-	if (connect(fd, (const struct sockaddr *)sa, r->cfg.upstream_len[q->server]) < 0 && errno != EINPROGRESS) {
-		close(fd);
-		return -errno;
-	}
-	q->up_id = rand16(r);
-	n = custode_dns_build_query(r->out + 2, sizeof(r->out) - 2, q->up_id, &q->qname, q->qtype);
-	if (n < 0) {
-		close(fd);
-		return n;
-	}
-	q->tbuf = malloc(65536 + 2);
-	if (!q->tbuf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	q->tbuf[0] = (uint8_t)(n >> 8);
-	q->tbuf[1] = (uint8_t)n;
-	memcpy(q->tbuf + 2, r->out + 2, (size_t)n);
-	q->tlen = (size_t)n + 2;
-	q->toff = 0;
-	q->tsent = false;
-	q->tneed = 0;
-	ev.events = EPOLLOUT | EPOLLIN;
-	ev.data.u64 = EV_DATA(EV_UP, q->gen, q - r->q);
-	if (epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
-	q->fd = fd;
-armed:
-	q->deadline_ms = now_ms() + r->cfg.attempt_ms;
-	if (q->deadline_ms > q->started_ms + r->cfg.total_ms)
-		q->deadline_ms = q->started_ms + r->cfg.total_ms;
-	link_tail(&r->q_active, &q->lnode);
-	return 0;
-}
-
-/* An upstream message arrived for q: check it, then truncation → TCP, else finish. */
-static void up_message(struct custode_resolver *r, struct query *q, const uint8_t *buf, size_t len)
-{
-	struct custode_dns_msg *m = r->msg;
-	int err = custode_dns_parse(buf, len, m);
-
-	if (err) {
-		/* a connected socket: this came from the server itself; its answer is unusable */
-		up_next(r, q, CUSTODE_REASON_DNS_MALFORMED, err == -E2BIG ? "upstream answer too large"
-									 : "malformed upstream answer");
-		return;
-	}
-	if (m->id != q->up_id && !q->tcp)
-		return; /* not ours (late, or a spoofing attempt): keep waiting */
-	if (!custode_dns_answers(m, q->up_id, &q->qname, q->qtype)) {
-		up_next(r, q, CUSTODE_REASON_DNS_MALFORMED, "upstream answer does not match the question");
-		return;
-	}
-	if (m->flags & CUSTODE_DNS_F_TC) {
-		if (q->tcp) {
-			up_next(r, q, CUSTODE_REASON_DNS_MALFORMED, "truncated answer over TCP");
-			return;
-		}
-		up_release(r, q);
-		q->tcp = true;
-		if ((err = up_start(r, q)))
-			up_next(r, q, CUSTODE_REASON_DNS_UPSTREAM, "TCP retry failed");
-		return;
-	}
-	finish(r, q, m, 0, NULL);
-}
-
-static void up_event(struct custode_resolver *r, struct query *q, uint32_t events)
-{
-	if (!q->used || q->fd < 0)
-		return;
-	if (!q->tcp) {
-		for (int i = 0; i < 8 && q->used && q->fd >= 0 && !q->tcp; i++) {
-			ssize_t n = recv(q->fd, r->buf, sizeof(r->buf), 0);
-			if (n < 0) {
-				if (errno != EAGAIN) {
-					q->up_bad = true;
-					up_next(r, q, CUSTODE_REASON_DNS_UPSTREAM, NULL);
-				}
-				return;
-			}
-			up_message(r, q, r->buf, (size_t)n);
-		}
-		return;
-	}
-	if (!q->tsent) {
-		int soerr = 0;
-		socklen_t sl = sizeof(soerr);
-
-		if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
-			return;
-		getsockopt(q->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-		if (soerr) {
-			up_next(r, q, CUSTODE_REASON_DNS_UPSTREAM, NULL);
-			return;
-		}
-		while (q->toff < q->tlen) {
-			ssize_t n = send(q->fd, q->tbuf + q->toff, q->tlen - q->toff, MSG_NOSIGNAL);
-			if (n < 0) {
-				if (errno != EAGAIN)
-					up_next(r, q, CUSTODE_REASON_DNS_UPSTREAM, NULL);
-				return;
-			}
-			q->toff += (size_t)n;
-		}
-		q->tsent = true;
-		q->toff = 0;
-		{
-			struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_DATA(EV_UP, q->gen, q - r->q)};
-			epoll_ctl(r->ep, EPOLL_CTL_MOD, q->fd, &ev);
-		}
-		return;
-	}
-	for (;;) {
-		size_t want = q->tneed ? q->tneed + 2 : 2;
-		ssize_t n = recv(q->fd, q->tbuf + q->toff, want - q->toff, 0);
-
-		if (n == 0 || (n < 0 && errno != EAGAIN)) {
-			up_next(r, q, CUSTODE_REASON_DNS_UPSTREAM, "upstream closed the TCP connection");
-			return;
-		}
-		if (n < 0)
-			return;
-		q->toff += (size_t)n;
-		if (q->toff < want)
-			continue;
-		if (!q->tneed) {
-			q->tneed = (size_t)q->tbuf[0] << 8 | q->tbuf[1];
-			if (q->tneed < CUSTODE_DNS_HEADER) {
-				up_next(r, q, CUSTODE_REASON_DNS_MALFORMED, "malformed upstream answer");
-				return;
-			}
-			continue;
-		}
-		up_message(r, q, q->tbuf + 2, q->tneed);
-		return;
-	}
-}
-
-/* A query from a run (UDP datagram or one TCP message), attributed by token. True: it went upstream. */
-static bool client_query(struct custode_resolver *r, const struct client *cl, const uint8_t *buf, size_t len)
-{
-	struct custode_dns_msg *m = r->msg;
-	uint32_t token = ntohl(cl->local.s_addr) & 0xffffff;
-	struct decision_in d = {.proto = cl->proto, .enforced = true};
-	uint16_t id, flags;
-	__u64 cgid = 0;
-	struct run *run = NULL;
-	struct query *q;
-	int err;
-
-	if (len < CUSTODE_DNS_HEADER)
-		return false; /* not even a header: nothing to answer to */
-	id = (uint16_t)(buf[0] << 8 | buf[1]);
-	flags = (uint16_t)(buf[2] << 8 | buf[3]);
-	if (flags & CUSTODE_DNS_F_QR)
-		return false; /* a response sent to us: never answer one (no reflection loops) */
-	if ((ntohl(cl->local.s_addr) >> 24) != 127)
-		return false;
-	if ((cgid = token_cgid(r, token)))
-		run = run_get(r, cgid);
-	d.run = run;
-	d.cgid = cgid;
-	err = custode_dns_parse(buf, len, m);
-	if (!err && (custode_dns_opcode(m) != 0)) {
-		d.reason = CUSTODE_REASON_DNS_MALFORMED;
-		d.rcode = CUSTODE_DNS_NOTIMP;
-		d.detail = "opcode other than QUERY";
-		decide(r, &d);
-		reply_header(r, cl, id, flags, d.rcode);
-		return false;
-	}
-	if (err || m->ancount || m->nscount || m->arcount != (m->edns ? 1 : 0) || !m->qname.wire_len) {
-		d.reason = CUSTODE_REASON_DNS_MALFORMED;
-		d.rcode = CUSTODE_DNS_FORMERR;
-		d.detail = err == -E2BIG ? "too many records" : err ? "malformed query" : "a query carries only a question (and OPT)";
-		decide(r, &d);
-		reply_header(r, cl, id, flags, d.rcode);
-		return false;
-	}
-	d.name = &m->qname;
-	d.qtype = m->qtype;
-	q = NULL;
-	if (!r->n_free_q || (run && run->inflight >= MAX_RUN_INFLIGHT)) {
-		d.reason = CUSTODE_REASON_DNS_UPSTREAM;
-		d.rcode = CUSTODE_DNS_SERVFAIL;
-		d.detail = r->n_free_q ? "too many queries of this run in flight" : "resolver busy";
-		decide(r, &d);
-		reply_header(r, cl, id, flags, d.rcode);
-		return false;
-	}
-	q = &r->q[r->free_q[--r->n_free_q]];
-	{
-		unsigned gen = q->gen;
-		memset(q, 0, offsetof(struct query, lnode));
-		q->gen = gen;
-	}
-	link_init(&q->lnode);
-	q->used = true;
-	q->fd = -1;
-	q->us = -1;
-	q->c = *cl;
-	q->cgid = cgid;
-	q->client_id = id;
-	q->rd = flags & CUSTODE_DNS_F_RD;
-	q->edns = m->edns;
-	q->max_len = cl->proto == IPPROTO_TCP ? 65535
-			 : m->edns ? (m->edns_udp < CUSTODE_DNS_UDP_MIN ? CUSTODE_DNS_UDP_MIN
-					: m->edns_udp > 4096 ? 4096 : m->edns_udp)
-				   : CUSTODE_DNS_UDP_MIN;
-	q->question_len = m->question_end - CUSTODE_DNS_HEADER;
-	memcpy(q->question, buf + CUSTODE_DNS_HEADER, q->question_len);
-	q->qname = m->qname;
-	q->qtype = m->qtype;
-	q->started_ms = now_ms();
-
-	if (m->edns && m->edns_version != 0) {
-		d.reason = CUSTODE_REASON_DNS_MALFORMED;
-		d.rcode = CUSTODE_DNS_BADVERS;
-		d.detail = "EDNS version other than 0";
-		goto answer_now;
-	}
-	if (!run || (run->info.flags & CUSTODE_RUN_CANCELLED) || !(run->info.flags & CUSTODE_RUN_NET)) {
-		d.reason = CUSTODE_REASON_DNS_NAME_DENIED;
-		d.rcode = r->cfg.deny_rcode;
-		d.detail = !run ? "no registered run holds this query's token" : "the run is cancelled";
-		goto answer_now;
-	}
-	d.enforced = !(run->info.flags & CUSTODE_RUN_AUDIT);
-	q->audit = !d.enforced;
-	if (m->qclass != CUSTODE_DNS_C_IN) {
-		d.reason = CUSTODE_REASON_DNS_NAME_DENIED;
-		d.rcode = r->cfg.deny_rcode;
-		d.enforced = true;
-		d.detail = "class other than IN";
-		goto answer_now;
-	}
-	q->granted_name = run->names_ok && custode_dns_names_match(&run->names, &m->qname, r->ports, 1) > 0;
-	if (!q->granted_name) {
-		d.reason = CUSTODE_REASON_DNS_NAME_DENIED;
-		d.rcode = r->cfg.deny_rcode;
-		d.detail = !m->qname.host ? "not a host name" : !run->names_ok ? "the run names no hosts" : NULL;
-		if (d.enforced || !m->qname.host)
-			goto answer_now; /* denied names never go upstream */
-	}
-	if (m->qtype != CUSTODE_DNS_T_A && m->qtype != CUSTODE_DNS_T_AAAA) {
-		/* HTTPS/SVCB (their hints would bypass vetting), MX, TXT, ...: an empty answer */
-		d.reason = 0;
-		d.rcode = CUSTODE_DNS_NOERROR;
-		d.detail = "only A and AAAA are resolved: empty answer";
-		goto answer_now;
-	}
-	run->inflight++;
-	q->counted = true;
-	if (up_start(r, q) < 0) {
-		unsigned gen = q->gen;
-		up_next(r, q, CUSTODE_REASON_DNS_UPSTREAM, "cannot reach the upstream resolvers");
-		return q->used && q->gen == gen;
-	}
-	return true;
-answer_now:
-	decide(r, &d);
-	reply(r, q, d.rcode, NULL, 0);
-	query_free(r, q);
-	return false;
-}
-
-static void udp_readable(struct custode_resolver *r)
-{
-	for (int i = 0; i < 64; i++) {
-		char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))];
-		struct client cl = {.proto = IPPROTO_UDP, .conn = -1};
-		struct iovec iov = {.iov_base = r->buf, .iov_len = sizeof(r->buf)};
-		struct msghdr mh = {.msg_name = &cl.addr,
-				    .msg_namelen = sizeof(cl.addr),
-				    .msg_iov = &iov,
-				    .msg_iovlen = 1,
-				    .msg_control = cbuf,
-				    .msg_controllen = sizeof(cbuf)};
-		struct cmsghdr *cm;
-		bool have_dst = false;
-		ssize_t n = recvmsg(r->udp, &mh, MSG_DONTWAIT);
-
-		if (n < 0)
-			return;
-		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-			if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
-				struct in_pktinfo pi;
-				memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
-				cl.local = pi.ipi_addr; /* the destination the hook wrote: 127.T.T.T */
-				have_dst = true;
-			}
-		if (!have_dst || (mh.msg_flags & MSG_TRUNC))
-			continue;
-		client_query(r, &cl, r->buf, (size_t)n);
-	}
-}
-
-static void conn_close(struct custode_resolver *r, int idx)
-{
-	struct conn *c = &r->conns[idx];
-
-	if (!c->used)
-		return;
-	close(c->fd);
-	free(c->rbuf);
-	free(c->wbuf);
-	link_del(&c->lnode);
-	c->rbuf = c->wbuf = NULL;
-	c->used = false;
-	c->gen++;
-}
-
-static void tcp_accept(struct custode_resolver *r)
-{
-	for (int i = 0; i < 16; i++) {
-		struct sockaddr_in peer, local;
-		socklen_t pl = sizeof(peer), ll = sizeof(local);
-		int fd = accept4(r->tcp, (struct sockaddr *)&peer, &pl, SOCK_NONBLOCK | SOCK_CLOEXEC), idx = -1;
-		struct epoll_event ev;
-
-		if (fd < 0)
-			return;
-		if (getsockname(fd, (struct sockaddr *)&local, &ll) < 0 || (ntohl(local.sin_addr.s_addr) >> 24) != 127) {
-			close(fd);
-			continue;
-		}
-		for (int k = 0; k < MAX_CONNS && idx < 0; k++)
-			if (!r->conns[k].used)
-				idx = k;
-		if (idx < 0) {
-			close(fd); /* full: the client retries */
-			continue;
-		}
-		r->conns[idx].used = true;
-		r->conns[idx].fd = fd;
-		r->conns[idx].local = local.sin_addr;
-		r->conns[idx].rlen = r->conns[idx].wlen = r->conns[idx].woff = 0;
-		r->conns[idx].busy = r->conns[idx].eof = false;
-		r->conns[idx].deadline_ms = now_ms() + CONN_IDLE_MS;
-		link_init(&r->conns[idx].lnode);
-		link_tail(&r->conn_active, &r->conns[idx].lnode);
-		ev.events = EPOLLIN;
-		ev.data.u64 = EV_DATA(EV_CONN, r->conns[idx].gen, idx);
-		if (epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
-			conn_close(r, idx);
-	}
-}
-
-/* Take complete messages off a connection, one at a time (the next once this one is answered). */
-static void conn_process(struct custode_resolver *r, int idx)
-{
-	struct conn *c = &r->conns[idx];
-
-	while (c->used && !c->busy && c->wlen == 0 && c->rlen >= 2) {
-		size_t need = (size_t)c->rbuf[0] << 8 | c->rbuf[1];
-		struct client cl = {.proto = IPPROTO_TCP, .local = c->local, .conn = idx, .conn_gen = c->gen};
-
-		if (c->rlen < need + 2)
-			return;
-		c->busy = true;
-		memcpy(r->buf, c->rbuf + 2, need);
-		memmove(c->rbuf, c->rbuf + 2 + need, c->rlen - 2 - need);
-		c->rlen -= 2 + need;
-		/* answered at once (send_bytes cleared busy), upstream (busy until answered), or dropped */
-		if (!client_query(r, &cl, r->buf, need) && c->used && c->gen == cl.conn_gen)
-			c->busy = false;
-	}
-	if (c->used && c->eof && !c->busy && c->wlen == 0)
-		conn_close(r, idx);
-}
-
-static void conn_event(struct custode_resolver *r, int idx, uint32_t events)
-{
-	struct conn *c = &r->conns[idx];
-
-	if (!c->used)
-		return;
-	if (events & EPOLLOUT) {
-		conn_flush(r, idx);
-		if (!c->used)
-			return;
-	}
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-		if (!c->rbuf && !(c->rbuf = malloc(65536 + 2))) {
-			conn_close(r, idx);
-			return;
-		}
-		while (c->rlen < 65536 + 2) {
-			ssize_t n = recv(c->fd, c->rbuf + c->rlen, 65536 + 2 - c->rlen, 0);
-			if (n == 0) {
-				c->eof = true;
-				break;
-			}
-			if (n < 0) {
-				if (errno != EAGAIN) {
-					conn_close(r, idx);
-					return;
-				}
-				break;
-			}
-			c->rlen += (size_t)n;
-		}
-		c->deadline_ms = now_ms() + CONN_IDLE_MS;
-		link_tail(&r->conn_active, &c->lnode);
-	}
-	conn_process(r, idx);
-}
-
-/* A pooled upstream socket is readable: its query's answer, or a late one nobody waits for. */
-static void ups_event(struct custode_resolver *r, int idx, uint32_t events)
-{
-	struct upsock *u = &r->ups[idx];
-
-	if (!u->used)
-		return;
-	if (u->query >= 0) {
-		up_event(r, &r->q[u->query], events);
-		return;
-	}
-	for (;;) {
-		if (recv(u->fd, r->buf, sizeof(r->buf), MSG_DONTWAIT) < 0) {
-			if (errno != EAGAIN)
-				upsock_close(r, idx); /* an error queued on an idle socket: retire it */
-			return;
-		}
-	}
-}
-
 /* ---- lifecycle ---- */
-
-static int open_map(const char *name)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", CUSTODE_PIN_MAPS, name);
-	return bpf_obj_get(path);
-}
 
 static int listener(int type, struct custode_refusal *why)
 {
@@ -1611,14 +181,14 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 	if (hooks)
 		r->hooks = *hooks;
 	r->ep = r->udp = r->tcp = -1;
-	r->runs_fd = open_map("custode_runs");
-	r->pins_fd = open_map("custode_pins");
-	r->priv_fd = open_map("custode_net_private");
-	r->hosts_fd = open_map("custode_host_addrs");
-	r->cfg_fd = open_map("custode_dns_cfg");
-	r->run_token_fd = open_map("custode_dns_run_token");
-	r->token_run_fd = open_map("custode_dns_token_run");
-	r->counters_fd = open_map("custode_dns_counters");
+	r->runs_fd = custode_map_open(CUSTODE_MAP_RUNS);
+	r->pins_fd = custode_map_open(CUSTODE_MAP_PINS);
+	r->priv_fd = custode_map_open(CUSTODE_MAP_NET_PRIVATE);
+	r->hosts_fd = custode_map_open(CUSTODE_MAP_HOST_ADDRS);
+	r->cfg_fd = custode_map_open(CUSTODE_MAP_DNS_CFG);
+	r->run_token_fd = custode_map_open(CUSTODE_MAP_DNS_RUN_TOKEN);
+	r->token_run_fd = custode_map_open(CUSTODE_MAP_DNS_TOKEN_RUN);
+	r->counters_fd = custode_map_open(CUSTODE_MAP_DNS_COUNTERS);
 	if (r->runs_fd < 0 || r->pins_fd < 0 || r->priv_fd < 0 || r->hosts_fd < 0 || r->cfg_fd < 0 || r->run_token_fd < 0 ||
 	    r->token_run_fd < 0 || r->counters_fd < 0) {
 		err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISMATCH,
@@ -1678,8 +248,8 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 	epoll_ctl(r->ep, EPOLL_CTL_ADD, r->udp, &ev);
 	ev.data.u64 = EV_DATA(EV_TCP, 0, 0);
 	epoll_ctl(r->ep, EPOLL_CTL_ADD, r->tcp, &ev);
-	pins_adopt(r);
-	gc(r, now_ms());
+	resolver_pins_adopt(r);
+	resolver_gc(r, resolver_now_ms());
 	if ((err = heartbeat(r, true))) {
 		err = custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "publish the resolver: %s",
 				     strerror(-err));
@@ -1695,7 +265,7 @@ fail:
 int custode_resolver_serve(struct custode_resolver *r, volatile sig_atomic_t *stop)
 {
 	struct epoll_event evs[64];
-	uint64_t now = now_ms();
+	uint64_t now = resolver_now_ms();
 
 	r->next_heartbeat = now + HEARTBEAT_MS;
 	r->next_sweep = now + SWEEP_MS;
@@ -1719,22 +289,22 @@ int custode_resolver_serve(struct custode_resolver *r, volatile sig_atomic_t *st
 			uint32_t kind = (uint32_t)(data >> 48), gen = (uint32_t)(data >> 32) & 0xffff, idx = (uint32_t)data;
 
 			if (kind == EV_UDP)
-				udp_readable(r);
+				resolver_udp_readable(r);
 			else if (kind == EV_TCP)
-				tcp_accept(r);
+				resolver_tcp_accept(r);
 			else if (kind == EV_CONN && idx < MAX_CONNS && (r->conns[idx].gen & 0xffff) == gen)
-				conn_event(r, (int)idx, evs[i].events);
+				resolver_conn_event(r, (int)idx, evs[i].events);
 			else if (kind == EV_UP && idx < MAX_QUERIES && (r->q[idx].gen & 0xffff) == gen)
-				up_event(r, &r->q[idx], evs[i].events);
+				resolver_up_event(r, &r->q[idx], evs[i].events);
 			else if (kind == EV_UPS && idx < MAX_QUERIES && (r->ups[idx].gen & 0xffff) == gen)
-				ups_event(r, (int)idx, evs[i].events);
+				resolver_ups_event(r, (int)idx, evs[i].events);
 		}
-		now = now_ms();
+		now = resolver_now_ms();
 		while (r->q_active.next != &r->q_active) {
 			struct query *q = CONTAINER(r->q_active.next, struct query, lnode);
 			if (q->deadline_ms > now)
 				break;
-			up_next(r, q, CUSTODE_REASON_DNS_UPSTREAM, NULL);
+			resolver_up_next(r, q, CUSTODE_REASON_DNS_UPSTREAM, NULL);
 		}
 		while (r->conn_active.next != &r->conn_active) {
 			struct conn *c = CONTAINER(r->conn_active.next, struct conn, lnode);
@@ -1745,27 +315,27 @@ int custode_resolver_serve(struct custode_resolver *r, volatile sig_atomic_t *st
 				link_tail(&r->conn_active, &c->lnode);
 				continue;
 			}
-			conn_close(r, (int)(c - r->conns));
+			resolver_conn_close(r, (int)(c - r->conns));
 		}
-		counters_flush(r);
+		resolver_counters_flush(r);
 		if (now >= r->next_heartbeat) {
 			int err;
 
 			if (!engine_still_ours(r)) {
-				notice(r, "the pinned engine was replaced or unloaded: stopping (start the daemon again)");
+				resolver_notice(r, "the pinned engine was replaced or unloaded: stopping (start the daemon again)");
 				return -ESTALE;
 			}
 			err = heartbeat(r, true);
 			if (err)
-				notice(r, "heartbeat: %s", strerror(-err));
+				resolver_notice(r, "heartbeat: %s", strerror(-err));
 			r->next_heartbeat = now + HEARTBEAT_MS;
 		}
 		if (now >= r->next_sweep) {
-			pins_sweep(r, false);
+			resolver_pins_sweep(r, false);
 			r->next_sweep = now + SWEEP_MS;
 		}
 		if (now >= r->next_gc) {
-			gc(r, now);
+			resolver_gc(r, now);
 			r->next_gc = now + GC_MS;
 		}
 	}
@@ -1779,7 +349,7 @@ void custode_resolver_close(struct custode_resolver *r)
 	if (r->cfg_fd >= 0 && r->udp >= 0)
 		heartbeat(r, false); /* withdrawn: the hooks deny DNS from now on */
 	if (r->counters_fd >= 0)
-		counters_flush(r);
+		resolver_counters_flush(r);
 	for (size_t b = 0; b < TOKEN_BUCKETS; b++)
 		while (r->tokens[b]) {
 			struct token *t = r->tokens[b];
@@ -1818,7 +388,7 @@ void custode_resolver_close(struct custode_resolver *r)
 		while (r->runs[b]) {
 			struct run *run = r->runs[b];
 			r->runs[b] = run->next;
-			run_free(r, run);
+			resolver_run_free(r, run);
 		}
 	{
 		int fds[] = {r->ep, r->udp, r->tcp, r->runs_fd, r->pins_fd, r->priv_fd, r->cfg_fd, r->run_token_fd,
@@ -1841,7 +411,7 @@ int custode_resolver_running(struct custode_refusal *why)
 	struct custode_dns_cfg c;
 	__u32 zero = 0;
 	__u64 mine;
-	int fd = open_map("custode_dns_cfg"), s, err;
+	int fd = custode_map_open(CUSTODE_MAP_DNS_CFG), s, err;
 
 	if (fd < 0)
 		return custode_refuse(why, ENOENT, CUSTODE_REASON_DNS_NO_RESOLVER,
@@ -1850,7 +420,7 @@ int custode_resolver_running(struct custode_refusal *why)
 	close(fd);
 	if (err < 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_DNS_NO_RESOLVER, "resolver state: %s", strerror(errno));
-	if (!(c.flags & CUSTODE_DNS_UP) || c.alive_until_ns <= boot_ns()) {
+	if (!(c.flags & CUSTODE_DNS_UP) || c.alive_until_ns <= resolver_boot_ns()) {
 		custode_refuse(why, 0, CUSTODE_REASON_DNS_NO_RESOLVER,
 			       "custode's resolver is not running (start `custode daemon`)");
 		return 0;
@@ -1869,7 +439,7 @@ int custode_resolver_running(struct custode_refusal *why)
 
 int custode_resolver_counters(__u64 run_cgid, struct custode_dns_counters *out, bool delete_after)
 {
-	int fd = open_map("custode_dns_counters"), err = 0;
+	int fd = custode_map_open(CUSTODE_MAP_DNS_COUNTERS), err = 0;
 
 	if (fd < 0)
 		return -ENOENT;

@@ -21,6 +21,7 @@
 #include "cgroup/cgroup.h"
 #include "engine/engine.h"
 #include "engine/hooks.h"
+#include "engine/maps.h"
 #include "engine/probe.h"
 #include "engine/self.h"
 #include "util/fsutil.h"
@@ -132,22 +133,14 @@ static __u64 build_digest(void)
 	return d;
 }
 
-static int open_pinned(const char *name)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", CUSTODE_PIN_MAPS, name);
-	return bpf_obj_get(path);
-}
-
 static int open_maps(struct custode_engine *e)
 {
-	e->runs_fd = open_pinned("custode_runs");
-	e->counters_fd = open_pinned("custode_counters");
-	e->rules_fd = open_pinned("custode_path_rules");
-	e->events_fd = open_pinned("custode_events");
-	e->stats_fd = open_pinned("custode_stats");
-	e->identities_fd = open_pinned("custode_identities");
+	e->runs_fd = custode_map_open(CUSTODE_MAP_RUNS);
+	e->counters_fd = custode_map_open(CUSTODE_MAP_COUNTERS);
+	e->rules_fd = custode_map_open(CUSTODE_MAP_PATH_RULES);
+	e->events_fd = custode_map_open(CUSTODE_MAP_EVENTS);
+	e->stats_fd = custode_map_open(CUSTODE_MAP_STATS);
+	e->identities_fd = custode_map_open(CUSTODE_MAP_IDENTITIES);
 	if (e->runs_fd < 0 || e->counters_fd < 0 || e->rules_fd < 0 || e->events_fd < 0 || e->stats_fd < 0 ||
 	    e->identities_fd < 0)
 		return -ENOENT;
@@ -159,10 +152,10 @@ static int open_net_maps(struct custode_engine *e)
 {
 	if (e->net_rules_fd >= 0)
 		return 0;
-	e->net_rules_fd = open_pinned("custode_net_rules");
-	e->net_private_fd = open_pinned("custode_net_private");
-	e->net_inbound_fd = open_pinned("custode_net_inbound");
-	e->pins_fd = open_pinned("custode_pins");
+	e->net_rules_fd = custode_map_open(CUSTODE_MAP_NET_RULES);
+	e->net_private_fd = custode_map_open(CUSTODE_MAP_NET_PRIVATE);
+	e->net_inbound_fd = custode_map_open(CUSTODE_MAP_NET_INBOUND);
+	e->pins_fd = custode_map_open(CUSTODE_MAP_PINS);
 	if (e->net_rules_fd < 0 || e->net_private_fd < 0 || e->net_inbound_fd < 0 || e->pins_fd < 0)
 		return -ENOENT;
 	return 0;
@@ -1043,7 +1036,7 @@ int custode_engine_bump_fs_gen(struct custode_engine *e)
 {
 	__u32 zero = 0;
 	__u64 gen = 0;
-	int fd = open_pinned("custode_fs_gen");
+	int fd = custode_map_open(CUSTODE_MAP_FS_GEN);
 
 	if (fd < 0)
 		return -errno;
@@ -1061,7 +1054,7 @@ int custode_engine_run_cache(void)
 {
 	struct bpf_map_info info;
 	__u32 len = sizeof(info);
-	int fd = open_pinned("custode_run_cache"), active;
+	int fd = custode_map_open(CUSTODE_MAP_RUN_CACHE), active;
 
 	if (fd < 0)
 		return -errno;
@@ -1079,7 +1072,7 @@ int custode_engine_bump_runs_gen(void)
 {
 	__u32 zero = 0;
 	__u64 gen = 0;
-	int fd = open_pinned("custode_runs_gen"), err = 0;
+	int fd = custode_map_open(CUSTODE_MAP_RUNS_GEN), err = 0;
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno; /* an engine without the run cache */

@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "engine/hooks.h"
+#include "engine/maps.h"
 
 #define NARGS_PREFIX "custode_hook_nargs__"
 #define HOOK_OPTIONAL 0x10000 /* CUSTODE_HOOK_OPTIONAL in bpf/lib/custode.bpf.h */
@@ -225,7 +226,7 @@ bool custode_kernel_has_cgrp_storage(void)
 
 int custode_fit_run_cache(struct bpf_object *obj, bool *use)
 {
-	struct bpf_map *map = bpf_object__find_map_by_name(obj, "custode_run_cache");
+	struct bpf_map *map = bpf_object__find_map_by_name(obj, custode_map_name(CUSTODE_MAP_RUN_CACHE));
 	bool have = custode_kernel_has_cgrp_storage();
 
 	*use = have;

@@ -21,6 +21,7 @@
 #include "custode/abi.h"
 #include "custode/reasons.h"
 #include "engine/hostaddrs.h"
+#include "engine/maps.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -38,11 +39,6 @@ uint64_t custode_netns_cookie(void)
 		cookie = 0;
 	close(fd);
 	return cookie;
-}
-
-static int open_map(void)
-{
-	return bpf_obj_get(CUSTODE_PIN_MAPS "/custode_host_addrs");
 }
 
 bool custode_hostaddrs_contains(int map_fd, uint64_t cookie, const uint8_t addr[16])
@@ -157,7 +153,7 @@ static int sync_map(int fd, uint64_t cookie, const struct addr_set *s, struct cu
 static int sync_watch(struct custode_hostaddr_watch *w, struct custode_refusal *why)
 {
 	struct addr_set s = {0};
-	int fd = open_map(), home = -1, err;
+	int fd = custode_map_open(CUSTODE_MAP_HOST_ADDRS), home = -1, err;
 
 	if (fd < 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_MISMATCH,

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The resolver's runs: attribution by token, each run's names and counters, the decisions it reports, and forgetting runs that ended. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+
+#include "custode/abi.h"
+#include "custode/resolver.h"
+#include "dns/names.h"
+#include "dns/resolver_int.h"
+#include "dns/wire.h"
+
+struct run **resolver_run_slot(struct custode_resolver *r, __u64 cgid)
+{
+	struct run **p = &r->runs[(cgid ^ (cgid >> 17)) % RUN_BUCKETS];
+
+	while (*p && (*p)->cgid != cgid)
+		p = &(*p)->next;
+	return p;
+}
+
+static void names_refresh(struct custode_resolver *r, struct run *run, uint64_t now)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	struct custode_dns_names n;
+
+	if (run->names_checked_ms && now - run->names_checked_ms < NAMES_RECHECK_MS)
+		return;
+	run->names_checked_ms = now;
+	custode_dns_names_path(run->info.run_id, path, sizeof(path));
+	if (stat(path, &st) < 0) {
+		if (run->names_ok)
+			custode_dns_names_free(&run->names);
+		run->names_ok = false;
+		return;
+	}
+	if (run->names_ok && st.st_ino == run->names_ino && st.st_mtim.tv_sec == run->names_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == run->names_mtime.tv_nsec)
+		return;
+	if (st.st_uid != 0 || (st.st_mode & 022) || !S_ISREG(st.st_mode) ||
+	    custode_dns_names_load(run->info.run_id, &n) < 0) {
+		resolver_notice(r, "names of run %016llx unreadable or invalid (%s): every name denied",
+		       (unsigned long long)run->info.run_id, path);
+		if (run->names_ok)
+			custode_dns_names_free(&run->names);
+		run->names_ok = false;
+		return;
+	}
+	if (run->names_ok)
+		custode_dns_names_free(&run->names);
+	run->names = n;
+	run->names_ok = true;
+	run->names_ino = st.st_ino;
+	run->names_mtime = st.st_mtim;
+}
+
+/*
+ * The run behind a cgroup id as registered (NULL: not registered), re-read
+ * at most every RUN_REFRESH_MS. A run cancelled or ended within that time
+ * may still get an answer and pins: harmless, its processes are denied
+ * everything and its pins are deleted with it (and by resolver_gc()).
+ */
+struct run *resolver_run_get(struct custode_resolver *r, __u64 cgid)
+{
+	struct custode_run info;
+	struct run **p, *run;
+	uint64_t now = resolver_now_ms();
+
+	p = resolver_run_slot(r, cgid);
+	run = *p;
+	if (run && !run->gone_since_ms && now - run->info_ms < RUN_REFRESH_MS)
+		return run;
+	if (bpf_map_lookup_elem(r->runs_fd, &cgid, &info) < 0)
+		return NULL;
+	if (!run) {
+		run = calloc(1, sizeof(*run));
+		if (!run)
+			return NULL;
+		run->cgid = cgid;
+		run->info = info;
+		if (bpf_map_lookup_elem(r->counters_fd, &cgid, &run->counters) < 0)
+			memset(&run->counters, 0, sizeof(run->counters));
+		*p = run;
+	}
+	if (run->info.run_id != info.run_id) { /* cannot happen: cgroup ids are not reused */
+		if (run->names_ok)
+			custode_dns_names_free(&run->names);
+		run->names_ok = false;
+		run->names_checked_ms = 0;
+	}
+	run->info = info;
+	run->info_ms = now;
+	run->gone_since_ms = 0;
+	names_refresh(r, run, now);
+	return run;
+}
+
+static struct token **token_slot(struct custode_resolver *r, __u32 token)
+{
+	struct token **p = &r->tokens[(token ^ (token >> 12)) % TOKEN_BUCKETS];
+
+	while (*p && (*p)->token != token)
+		p = &(*p)->next;
+	return p;
+}
+
+/* The run cgroup a token names, 0 if none. */
+__u64 resolver_token_cgid(struct custode_resolver *r, __u32 token)
+{
+	struct token **p = token_slot(r, token), *t;
+	__u64 cgid = 0;
+
+	if (*p)
+		return (*p)->cgid;
+	if (bpf_map_lookup_elem(r->token_run_fd, &token, &cgid) < 0)
+		return 0;
+	t = malloc(sizeof(*t));
+	if (t) {
+		t->token = token;
+		t->cgid = cgid;
+		t->next = NULL;
+		*p = t;
+	}
+	return cgid;
+}
+
+static void token_forget(struct custode_resolver *r, __u32 token)
+{
+	struct token **p = token_slot(r, token), *t = *p;
+
+	if (t) {
+		*p = t->next;
+		free(t);
+	}
+}
+
+/* Write the counters of the runs that had decisions since the last flush (one writer: no lost counts). */
+void resolver_counters_flush(struct custode_resolver *r)
+{
+	for (size_t i = 0; i < r->n_dirty; i++) {
+		struct run *run = r->dirty[i];
+		bpf_map_update_elem(r->counters_fd, &run->cgid, &run->counters, BPF_ANY);
+		run->dirty = false;
+	}
+	r->n_dirty = 0;
+}
+
+void resolver_run_free(struct custode_resolver *r, struct run *run)
+{
+	if (run->names_ok)
+		custode_dns_names_free(&run->names);
+	free(run);
+}
+
+void resolver_decide(struct custode_resolver *r, const struct decision_in *in)
+{
+	struct custode_resolver_decision d = {0};
+	char type[16];
+
+	if (in->run) {
+		struct custode_dns_counters *c = &in->run->counters;
+
+		c->queries++;
+		if (in->v && in->v->n_addrs && !in->reason)
+			c->answered++;
+		c->pins += in->pins;
+		if (in->reason >= CUSTODE_REASON_DNS_NAME_DENIED &&
+		    in->reason < CUSTODE_REASON_DNS_NAME_DENIED + CUSTODE_DNS_REASONS)
+			c->denials[in->reason - CUSTODE_REASON_DNS_NAME_DENIED]++;
+		if (in->v && in->v->dropped && in->reason != CUSTODE_REASON_DNS_ANSWER_PRIVATE)
+			c->denials[CUSTODE_REASON_DNS_ANSWER_PRIVATE - CUSTODE_REASON_DNS_NAME_DENIED]++;
+		/*
+		 * Denials are written at once (before the run gets its answer, so the
+		 * launcher's summary can't miss one); the rest at the end of this loop
+		 * iteration, before the next wait.
+		 */
+		if (in->reason || (in->v && in->v->dropped))
+			bpf_map_update_elem(r->counters_fd, &in->run->cgid, c, BPF_ANY);
+		else if (!in->run->dirty) {
+			if (r->n_dirty == MAX_DIRTY)
+				resolver_counters_flush(r);
+			in->run->dirty = true;
+			r->dirty[r->n_dirty++] = in->run;
+		}
+		d.run_id = in->run->info.run_id;
+	}
+	if (!r->hooks.decision)
+		return;
+	d.run_cgid = in->cgid;
+	d.name = in->name && in->name->host ? in->name->text : "";
+	d.type = custode_dns_type_name(in->qtype, type, sizeof(type));
+	d.proto = in->proto == IPPROTO_TCP ? "tcp" : "udp";
+	d.reason = in->reason;
+	d.enforced = in->enforced;
+	d.rcode = in->rcode;
+	if (in->v && !in->reason) {
+		d.n_addrs = in->v->n_addrs;
+		d.addrs = (const uint8_t(*)[16])in->v->addrs;
+	}
+	d.dropped = in->v ? in->v->dropped : 0;
+	d.pins = in->pins;
+	d.ttl = in->ttl;
+	d.detail = in->detail ? in->detail : (in->v && in->v->detail[0] ? in->v->detail : NULL);
+	r->hooks.decision(r->hooks.ctx, &d);
+}
+
+/* Runs that ended: forget them (after a while, their counters too) and free their tokens. */
+void resolver_gc(struct custode_resolver *r, uint64_t now)
+{
+	__u64 key, next;
+	void *prev = NULL;
+	struct custode_run info;
+	bool any_gone = false;
+
+	for (size_t b = 0; b < RUN_BUCKETS; b++) {
+		struct run **p = &r->runs[b];
+
+		while (*p) {
+			struct run *run = *p;
+
+			if (bpf_map_lookup_elem(r->runs_fd, &run->cgid, &info) == 0) {
+				p = &run->next;
+				continue;
+			}
+			if (!run->gone_since_ms) {
+				run->gone_since_ms = now;
+				any_gone = true;
+			}
+			if (now - run->gone_since_ms < COUNTERS_KEEP_MS) {
+				p = &run->next;
+				continue;
+			}
+			bpf_map_delete_elem(r->counters_fd, &run->cgid);
+			*p = run->next;
+			resolver_run_free(r, run);
+		}
+	}
+	if (any_gone)
+		resolver_pins_sweep(r, true); /* the launcher (or gc) deleted their pins from the map */
+	/* tokens: a cgroup id never comes back, so the tokens of an unregistered run are dead */
+	while (bpf_map_get_next_key(r->run_token_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(r->runs_fd, &key, &info) == 0)
+			continue;
+		if (bpf_map_delete_elem(r->run_token_fd, &key) == 0)
+			prev = NULL;
+	}
+	{
+		__u32 tkey, tnext;
+		void *tprev = NULL;
+
+		while (bpf_map_get_next_key(r->token_run_fd, tprev, &tnext) == 0) {
+			__u64 owner;
+
+			tkey = tnext;
+			tprev = &tkey;
+			if (bpf_map_lookup_elem(r->token_run_fd, &tkey, &owner) < 0 ||
+			    bpf_map_lookup_elem(r->runs_fd, &owner, &info) == 0)
+				continue;
+			token_forget(r, tkey);
+			if (bpf_map_delete_elem(r->token_run_fd, &tkey) == 0)
+				tprev = NULL;
+		}
+	}
+	/* counters of runs this resolver never saw (an earlier one did): once they are long unregistered */
+	prev = NULL;
+	while (bpf_map_get_next_key(r->counters_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (*resolver_run_slot(r, key) || bpf_map_lookup_elem(r->runs_fd, &key, &info) == 0)
+			continue;
+		/* first sight: remember it as gone, delete after COUNTERS_KEEP_MS */
+		{
+			struct run *run = calloc(1, sizeof(*run));
+			if (run) {
+				run->cgid = key;
+				run->gone_since_ms = now;
+				*resolver_run_slot(r, key) = run;
+			}
+		}
+	}
+}
