@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * File and exec policy (docs/file-policy.md). Every decision resolves the
  * object's path — bpf_d_path where the kernel allows it (file_open,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * Egress policy: cgroup socket hooks attached at the root of the cgroup v2
  * hierarchy, so every socket on the host passes through them — including a

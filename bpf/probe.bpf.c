@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * Probes for `custode doctor`: the smallest program of each class custode
  * needs. Loading (not attaching) each one tells whether the host allows it.

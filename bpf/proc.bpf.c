@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * Process policy (docs/process.md): a run may not reach a process outside
  * itself (ptrace, PTRACE_MODE_READ access, signals, SIGIO ownership), may not

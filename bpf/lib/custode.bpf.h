@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Everything a custode BPF object builds on, by topic:
  *   lsm.bpf.h    declaring LSM programs and returning their verdicts

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Denial records and counts: the per-run counters, the one way a record
  * reaches the ring buffer (custode_event_reserve/submit, custode_event_output),

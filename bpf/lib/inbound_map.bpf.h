@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * network.inbound: the peers that may connect to a run's listening sockets,
  * per ruleset (key struct custode_private_key, the same LPM layout as

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * How an LSM program of custode is declared (CUSTODE_LSM and its variants)
  * and how its verdict leaves (custode_lsm_verdict); the errno values the

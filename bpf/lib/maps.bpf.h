@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The maps every custode BPF object shares. They are pinned by name under
  * CUSTODE_PIN_MAPS, so each object loaded later reuses the same runs, rules,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Egress maps (include/custode/abi.h), pinned by name like the shared ones. */
 #ifndef CUSTODE_NET_MAPS_BPF_H
 #define CUSTODE_NET_MAPS_BPF_H

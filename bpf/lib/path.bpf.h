@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Path resolution where bpf_d_path is not allowed (the path_* hooks,
  * file_mprotect, unix sockets): a bounded walk over dentries and mount

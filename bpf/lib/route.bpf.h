@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Options that change where a packet goes after the egress hooks decided on
  * its destination: IPv4 source routes (IP_OPTIONS as a socket option,

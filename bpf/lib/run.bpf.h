@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Which run the current task (or a cgroup) is in: custode's root and the
  * gates of attached runs, the run cache, the cgroup walks; and the two

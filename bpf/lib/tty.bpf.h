@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Terminals and runs. A terminal belongs to the session whose controlling
  * terminal it is (tty->ctrl.session); a run may use its own terminals (the

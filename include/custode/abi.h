@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Map keys and values shared by the BPF engine and the userspace loader.
  * Bump CUSTODE_ABI_VERSION on any change to a layout here: a pinned engine of

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The address classifier, one implementation for the BPF engine and for
  * userspace (the resolver, the policy compiler, tests). Addresses are in the

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The denial record written to the pinned ring buffer `custode_events`.
  * Versioned: consumers check `version` and skip records of a version they do

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The maps pinned under CUSTODE_PIN_MAPS: the one list of their names, shared
  * by the BPF objects and userspace. libbpf pins a map by its variable name,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Reason codes: the one list shared by BPF programs, events, receipts, logs and
  * exit messages. Numbers and names are stable ABI: never renumber, never reuse,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The resolver's side of the ABI, shared by the BPF egress hooks
  * (bpf/net.bpf.c) and the resolver (userspace/dns). docs/resolver.md.

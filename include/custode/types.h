@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Fixed-width types for the ABI headers, from vmlinux.h in BPF, from <linux/types.h> in userspace. */
 #ifndef CUSTODE_TYPES_H
 #define CUSTODE_TYPES_H
