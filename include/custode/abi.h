@@ -36,7 +36,7 @@
 #define CUSTODE_MAX_PINS (1u << 18)
 #define CUSTODE_EVENTS_BYTES (4u << 20)
 
-/* Access classes (DESIGN.md policy model). */
+/* Access classes (docs/policy.md, docs/file-policy.md). */
 enum custode_access {
 	CUSTODE_ACCESS_READ = 1u << 0,
 	CUSTODE_ACCESS_WRITE = 1u << 1,  /* modify existing */
@@ -212,7 +212,7 @@ _Static_assert(sizeof(struct custode_private_key) == 24, "custode_private_key AB
 _Static_assert(sizeof(struct custode_pin_key) == 32, "custode_pin_key ABI");
 _Static_assert(sizeof(struct custode_meta) == 40, "custode_meta ABI");
 
-/* ---- appended for issue 8 (attached runs, event throttling); docs/operations.md, docs/events.md ---- */
+/* ---- attached runs and event throttling: docs/operations.md, docs/events.md ---- */
 
 /*
  * Run flag (struct custode_run.flags): the run is an existing cgroup v2 that
