@@ -1,32 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "daemon/service_impl.h"
-#include "cgroup/cgroup.h"
-#include "custode/resolver.h"
 #include "daemon/control.h"
-#include "daemon/loop.h"
 #include "daemon/stream.h"
-#include "dns/resolver.h"
-#include "engine/maps.h"
 #include "metrics/metrics.h"
-#include "state/runstate.h"
 #include "util/fsutil.h"
-#include "util/sockaddr.h"
 
 /* ---- metrics ---- */
 

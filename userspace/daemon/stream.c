@@ -8,13 +8,10 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 
 #include "daemon/stream_impl.h"
 #include "daemon/loop.h"
 #include "engine/maps.h"
-#include "util/reasons.h"
-#include "util/time.h"
 
 struct stream_state custode_stream_S = {.events_fd = -1, .throttle_fd = -1, .stats_fd = -1, .runs_fd = -1, .cfg_fd = -1, .file_fd = -1};
 
