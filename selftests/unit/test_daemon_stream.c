@@ -12,20 +12,13 @@
  * counted per line, nothing is lost or torn that was not counted), the
  * history (and cursors that resume a replay) and followers with their
  * filters, and the reconciliation of kernel throttle records (the kernel's
- * throttle map faked: throttle.c's map calls are renamed for this file only).
+ * throttle map faked: throttle.c's map reads go through stream_maps, pointed at the fake here).
  */
-#define bpf_map_get_next_key fake_map_get_next_key
-#define bpf_map_lookup_elem fake_map_lookup_elem
 #include "daemon/stream.c"
 #include "daemon/sink.c"
 #include "daemon/history.c"
 #include "daemon/inject.c"
 #include "daemon/throttle.c"
-#undef bpf_map_get_next_key
-#undef bpf_map_lookup_elem
-/* libbpf's own (their declarations in bpf.h were renamed above): the fakes pass other maps' fds on */
-int bpf_map_get_next_key(int fd, const void *key, void *next_key);
-int bpf_map_lookup_elem(int fd, const void *key, void *value);
 
 #include <dirent.h>
 #include <signal.h>
@@ -1046,7 +1039,7 @@ static struct fake_entry *fake_find(const struct custode_throttle_key *k)
 }
 
 /* As the kernel's hash map: no prev, or a prev that is gone, starts from the first key. */
-int fake_map_get_next_key(int fd, const void *key, void *next_key)
+static int fake_map_get_next_key(int fd, const void *key, void *next_key)
 {
 	const struct custode_throttle_key *prev = key;
 	struct fake_entry *e;
@@ -1071,7 +1064,7 @@ int fake_map_get_next_key(int fd, const void *key, void *next_key)
 	return -ENOENT;
 }
 
-int fake_map_lookup_elem(int fd, const void *key, void *value)
+static int fake_map_lookup_elem(int fd, const void *key, void *value)
 {
 	struct fake_entry *e;
 
@@ -1085,9 +1078,16 @@ int fake_map_lookup_elem(int fd, const void *key, void *value)
 	return 0;
 }
 
+/* The stream's map reads: the fake for its fd, libbpf's for any other. */
+static const struct stream_map_ops fake_maps = {
+	.get_next_key = fake_map_get_next_key,
+	.lookup_elem = fake_map_lookup_elem,
+};
+
 /* The fake map as S.throttle_fd (a real fd: custode_stream_close closes it). */
 static void fake_open(void)
 {
+	stream_maps = &fake_maps;
 	fake = calloc(FAKE_MAX, sizeof(*fake));
 	cr_assert_not_null(fake);
 	fake_n = fake_cursor = 0;

@@ -113,6 +113,16 @@ struct stream_state {
 extern struct stream_state custode_stream_S;
 #define S custode_stream_S
 
+/*
+ * How the stream reads the engine's maps after open (throttle.c): libbpf's
+ * calls; the unit test points this at a fake kernel throttle map.
+ */
+struct stream_map_ops {
+	int (*get_next_key)(int fd, const void *key, void *next_key);
+	int (*lookup_elem)(int fd, const void *key, void *value);
+};
+extern const struct stream_map_ops *stream_maps;
+
 /* sink.c */
 void stream_stdout_open(void);
 int stream_file_open(void);

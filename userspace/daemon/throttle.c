@@ -10,6 +10,12 @@
 #include "state/runstate.h"
 #include "util/time.h"
 
+static const struct stream_map_ops libbpf_maps = {
+	.get_next_key = bpf_map_get_next_key,
+	.lookup_elem = bpf_map_lookup_elem,
+};
+const struct stream_map_ops *stream_maps = &libbpf_maps;
+
 /* ---- throttle records: kernel and daemon, reconciled by the monotonic totals ---- */
 
 /* A pair's home slot: the whole key mixed (cgroup ids are close together, reasons small). */
@@ -197,7 +203,7 @@ static __u64 run_id_of(__u64 cgid, __u32 *version)
 	struct known_run *k;
 
 	*version = 0;
-	if (S.runs_fd >= 0 && bpf_map_lookup_elem(S.runs_fd, &cgid, &run) == 0) {
+	if (S.runs_fd >= 0 && stream_maps->lookup_elem(S.runs_fd, &cgid, &run) == 0) {
 		custode_stream_note_run(cgid, run.run_id, run.policy_version);
 		*version = run.policy_version;
 		return run.run_id;
@@ -234,7 +240,7 @@ void stream_throttle_flush(uint64_t window_ns)
 	 * reason); only those with suppressed denials need a slot. Each entry
 	 * seen marks its slot for this pass; after a complete pass the rest go.
 	 */
-	while ((err = bpf_map_get_next_key(S.throttle_fd, prev, &next)) == 0 && keys++ < THROTTLE_PASS_MAX) {
+	while ((err = stream_maps->get_next_key(S.throttle_fd, prev, &next)) == 0 && keys++ < THROTTLE_PASS_MAX) {
 		struct reconcile *r;
 		char when[64], since[64], hex[17];
 		__u32 version;
@@ -243,7 +249,7 @@ void stream_throttle_flush(uint64_t window_ns)
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(S.throttle_fd, &key, &val) < 0)
+		if (stream_maps->lookup_elem(S.throttle_fd, &key, &val) < 0)
 			continue;
 		r = rec_slot(key.run_cgid, key.reason, val.suppressed > 0);
 		if (!r)
@@ -286,13 +292,13 @@ void stream_throttle_baseline(void)
 
 	if (S.throttle_fd < 0)
 		return;
-	while (bpf_map_get_next_key(S.throttle_fd, prev, &next) == 0 && keys++ < THROTTLE_PASS_MAX) {
+	while (stream_maps->get_next_key(S.throttle_fd, prev, &next) == 0 && keys++ < THROTTLE_PASS_MAX) {
 		struct reconcile *r;
 
 		key = next;
 		prev = &key;
 		/* an entry with nothing suppressed needs no slot: a new slot's total is 0 */
-		if (bpf_map_lookup_elem(S.throttle_fd, &key, &val) == 0 && val.suppressed &&
+		if (stream_maps->lookup_elem(S.throttle_fd, &key, &val) == 0 && val.suppressed &&
 		    (r = rec_slot(key.run_cgid, key.reason, true)))
 			r->total = val.suppressed;
 	}
@@ -309,7 +315,7 @@ void stream_drops_check(bool baseline)
 
 	if (S.stats_fd < 0 || S.ncpu <= 0 || !(per = calloc((size_t)S.ncpu, sizeof(*per))))
 		return;
-	if (bpf_map_lookup_elem(S.stats_fd, &zero, per) < 0) {
+	if (stream_maps->lookup_elem(S.stats_fd, &zero, per) < 0) {
 		free(per);
 		return;
 	}
