@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The daemon's denial stream (userspace/daemon/stream.c) without the engine:
+ * The daemon's denial stream (userspace/daemon/stream.c and its parts
+ * sink.c, history.c, inject.c, throttle.c) without the engine:
  * custode_stream_open needs the pinned BPF maps, so this file includes
- * stream.c and drives its publishing and sinks directly (the symbols of
- * stream.o come from here in the unit-test binary). The rotating events
+ * those files and drives their publishing and sinks directly (their
+ * symbols come from here in the unit-test binary). The rotating events
  * file (rotation before a line would pass the limit, FILE.1 .. FILE.N, no
  * line split across files, appending to an existing file, no torn line
  * after a short write, reopened after logrotate, stale FILE.N removed), the
@@ -11,16 +12,13 @@
  * counted per line, nothing is lost or torn that was not counted), the
  * history (and cursors that resume a replay) and followers with their
  * filters, and the reconciliation of kernel throttle records (the kernel's
- * throttle map faked: stream.c's map calls are renamed for this file only).
+ * throttle map faked: throttle.c's map reads go through stream_maps, pointed at the fake here).
  */
-#define bpf_map_get_next_key fake_map_get_next_key
-#define bpf_map_lookup_elem fake_map_lookup_elem
 #include "daemon/stream.c"
-#undef bpf_map_get_next_key
-#undef bpf_map_lookup_elem
-/* libbpf's own (their declarations in bpf.h were renamed above): the fakes pass other maps' fds on */
-int bpf_map_get_next_key(int fd, const void *key, void *next_key);
-int bpf_map_lookup_elem(int fd, const void *key, void *value);
+#include "daemon/sink.c"
+#include "daemon/history.c"
+#include "daemon/inject.c"
+#include "daemon/throttle.c"
 
 #include <dirent.h>
 #include <signal.h>
@@ -60,7 +58,7 @@ static void setup(const char *file, uint64_t max_bytes, unsigned keep, size_t hi
 	S.known = calloc(KNOWN_SLOTS, sizeof(*S.known));
 	cr_assert(S.rec && S.known && (!history || S.hist));
 	if (file)
-		cr_assert_eq(file_open(), 0);
+		cr_assert_eq(stream_file_open(), 0);
 }
 
 /* A decision record of about `size` bytes as a JSON line. */
@@ -91,7 +89,7 @@ static void pub(unsigned seq, size_t size)
 {
 	json_t *o = rec(seq, NULL, NULL, size);
 
-	publish(o);
+	stream_publish(o);
 	json_decref(o);
 }
 
@@ -627,7 +625,7 @@ Test(stream_stdout, stdout_pipe_reopened_nonblocking_callers_fd_untouched)
 	cr_assert_geq(saved, 0);
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	cr_assert_eq(dup2(p[1], 1), 1);
-	stdout_open();
+	stream_stdout_open();
 	fl1 = fcntl(1, F_GETFL);
 	cr_expect(S.out.pollable);
 	cr_expect_neq(S.out.fd, 1, "a file description of its own");
@@ -662,7 +660,7 @@ Test(stream_stdout, stdout_regular_file_written_directly)
 	close(fd);
 	setup(NULL, 0, 0, 0);
 	S.out_none = false;
-	stdout_open();
+	stream_stdout_open();
 	cr_expect_not(S.out.pollable);
 	cr_expect_eq(S.out.fd, 1);
 	pub(7, 300);
@@ -702,7 +700,7 @@ static void pub_r(unsigned seq, const char *reason, const char *run)
 {
 	json_t *o = rec(seq, reason, run, 0);
 
-	publish(o);
+	stream_publish(o);
 	json_decref(o);
 }
 
@@ -901,7 +899,7 @@ Test(stream_history, stats_count_decisions)
 	pub(0, 100);
 	o = json_pack("{s:i, s:s, s:s, s:s, s:i, s:i, s:[i]}", "version", 2, "type", "dropped", "source", "daemon", "time",
 		      "2026-01-01T00:00:00.000000Z", "count", 1, "total", 1, "per_cpu", 1);
-	publish(o);
+	stream_publish(o);
 	json_decref(o);
 	custode_stream_stats(&st);
 	cr_expect_eq(st.records, 1, "a dropped record is no decision");
@@ -1007,7 +1005,7 @@ void custode_test_stream_publish(unsigned seq, const char *reason, size_t size)
 {
 	json_t *o = rec(seq, reason, NULL, size);
 
-	publish(o);
+	stream_publish(o);
 	json_decref(o);
 }
 
@@ -1041,7 +1039,7 @@ static struct fake_entry *fake_find(const struct custode_throttle_key *k)
 }
 
 /* As the kernel's hash map: no prev, or a prev that is gone, starts from the first key. */
-int fake_map_get_next_key(int fd, const void *key, void *next_key)
+static int fake_map_get_next_key(int fd, const void *key, void *next_key)
 {
 	const struct custode_throttle_key *prev = key;
 	struct fake_entry *e;
@@ -1066,7 +1064,7 @@ int fake_map_get_next_key(int fd, const void *key, void *next_key)
 	return -ENOENT;
 }
 
-int fake_map_lookup_elem(int fd, const void *key, void *value)
+static int fake_map_lookup_elem(int fd, const void *key, void *value)
 {
 	struct fake_entry *e;
 
@@ -1080,9 +1078,16 @@ int fake_map_lookup_elem(int fd, const void *key, void *value)
 	return 0;
 }
 
+/* The stream's map reads: the fake for its fd, libbpf's for any other. */
+static const struct stream_map_ops fake_maps = {
+	.get_next_key = fake_map_get_next_key,
+	.lookup_elem = fake_map_lookup_elem,
+};
+
 /* The fake map as S.throttle_fd (a real fd: custode_stream_close closes it). */
 static void fake_open(void)
 {
+	stream_maps = &fake_maps;
 	fake = calloc(FAKE_MAX, sizeof(*fake));
 	cr_assert_not_null(fake);
 	fake_n = fake_cursor = 0;
@@ -1165,18 +1170,18 @@ Test(stream_throttle, entries_without_suppressed_denials_take_no_slot)
 	fake_open();
 	for (__u64 i = 0; i < 20000; i++)
 		fake_put(1000 + i, READ_DENIED, 0);
-	throttle_baseline();
+	stream_throttle_baseline();
 	cr_expect_eq(S.rec_used, 0, "the baseline made no slot for them");
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_expect_eq(S.rec_used, 0, "nor did a flush");
 	cr_expect_eq(S.st.throttle_records, 0);
 	/* a pair with suppressed denials, after all of those: its quiet window is summarised */
 	fake_put(999999, READ_DENIED, 7);
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_expect_eq(S.st.throttle_records, 1);
 	cr_expect_eq(S.st.throttled, 7);
 	cr_expect_eq(S.rec_used, 1);
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_expect_eq(S.st.throttle_records, 1, "said once");
 	fake_close();
 }
@@ -1198,21 +1203,21 @@ Test(stream_throttle, slots_of_gone_entries_are_freed)
 		fake_clear(); /* the previous round's runs ended */
 		for (unsigned i = 0; i < per; i++)
 			fake_put(cgid++, i % 2 ? READ_DENIED : WRITE_DENIED, 3);
-		throttle_flush(1);
+		stream_throttle_flush(1);
 		cr_assert_eq(S.st.throttle_records, (uint64_t)(r + 1) * per, "round %u: every pair summarised", r);
 		cr_assert_eq(S.rec_used, per, "round %u: the previous round's slots are gone", r);
-		throttle_flush(1);
+		stream_throttle_flush(1);
 		cr_assert_eq(S.st.throttle_records, (uint64_t)(r + 1) * per, "round %u: nothing said twice", r);
 	}
 	cr_expect_eq(S.st.throttled, (uint64_t)rounds * per * 3);
 	rec_check_table();
 	/* entries that stay keep their slots and their totals: only what is new is said */
 	fake_put(cgid - 1, READ_DENIED, 5);
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_expect_eq(S.st.throttle_records, (uint64_t)rounds * per + 1);
 	cr_expect_eq(S.st.throttled, (uint64_t)rounds * per * 3 + 2);
 	fake_clear();
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_expect_eq(S.rec_used, 0);
 	fake_close();
 }
@@ -1224,20 +1229,20 @@ Test(stream_throttle, cut_pass_frees_nothing)
 	fake_open();
 	for (__u64 i = 1; i <= 10; i++)
 		fake_put(i, READ_DENIED, 2);
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_assert_eq(S.rec_used, 10);
 	cr_assert_eq(S.st.throttle_records, 10);
 	fake_fail_after = 3; /* the walk ends in EIO after 3 keys */
 	fake_calls = 0;
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_expect_eq(S.rec_used, 10, "the slots of the keys it did not get to stay");
 	cr_expect_eq(S.st.throttle_records, 10, "and nothing was said again");
 	fake_fail_after = -1;
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_expect_eq(S.rec_used, 10);
 	cr_expect_eq(S.st.throttle_records, 10);
 	fake_del(4, READ_DENIED);
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_expect_eq(S.rec_used, 9);
 	cr_expect_null(rec_slot(4, READ_DENIED, false));
 	fake_close();
@@ -1318,10 +1323,10 @@ Test(stream_throttle, restarted_entry_reported_from_zero)
 	setup(NULL, 0, 0, 16);
 	fake_open();
 	fake_put(7, READ_DENIED, 100);
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_assert_eq(S.st.throttled, 100);
 	fake_put(7, READ_DENIED, 5); /* the new entry */
-	throttle_flush(1);
+	stream_throttle_flush(1);
 	cr_expect_eq(S.st.throttle_records, 2);
 	cr_expect_eq(S.st.throttled, 105);
 	r = rec_slot(7, READ_DENIED, false);
@@ -1366,8 +1371,8 @@ Test(stream_file, symlink_at_the_path_refused)
 	cr_assert_eq(symlink(victim, tfile), 0);
 	setup(NULL, 1u << 20, 2, 0);
 	S.o.file = tfile;
-	cr_expect_eq(file_open(), -ELOOP, "refused at start");
-	cr_expect_not_null(strstr(file_open_strerror(ELOOP), "symbolic link"));
+	cr_expect_eq(stream_file_open(), -ELOOP, "refused at start");
+	cr_expect_not_null(strstr(stream_file_open_strerror(ELOOP), "symbolic link"));
 	pub(0, 100);
 	cr_expect_eq(S.st.sink_dropped[1], 1, "the line is counted as lost");
 	cr_expect_eq(size_of(victim), 0, "nothing went through the link");
@@ -1411,12 +1416,12 @@ Test(stream_file, fifo_at_the_path_refused_without_waiting, .timeout = 10)
 	setup(NULL, 1u << 20, 2, 0);
 	S.o.file = tfile;
 	t0 = now_s();
-	cr_expect_lt(file_open(), 0, "no reader: refused at once");
+	cr_expect_lt(stream_file_open(), 0, "no reader: refused at once");
 	/* a reader: the open succeeds, the file type does not */
 	rfd = open(tfile, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	cr_assert_geq(rfd, 0);
-	cr_expect_eq(file_open(), -EINVAL);
-	cr_expect_not_null(strstr(file_open_strerror(EINVAL), "not a regular file"));
+	cr_expect_eq(stream_file_open(), -EINVAL);
+	cr_expect_not_null(strstr(stream_file_open_strerror(EINVAL), "not a regular file"));
 	pub(0, 100);
 	cr_expect_eq(S.st.sink_dropped[1], 1);
 	cr_expect_leq(read(rfd, buf, sizeof(buf)), 0, "the reader got nothing");
@@ -1447,20 +1452,20 @@ Test(stream_file, shared_directory_noticed)
 	tmpdir();
 	snprintf(file, sizeof(file), "%s/events.jsonl", tdir);
 	cr_assert_eq(chmod(tdir, 0700), 0);
-	cr_expect_not(file_dir_shared(file, dir, sizeof(dir), &mode));
+	cr_expect_not(stream_file_dir_shared(file, dir, sizeof(dir), &mode));
 	cr_expect_str_eq(dir, tdir);
 	cr_assert_eq(chmod(tdir, 0777), 0);
-	cr_expect(file_dir_shared(file, dir, sizeof(dir), &mode), "world-writable");
+	cr_expect(stream_file_dir_shared(file, dir, sizeof(dir), &mode), "world-writable");
 	cr_expect_eq(mode, 0777);
 	cr_assert_eq(chmod(tdir, 0770), 0);
-	cr_expect(file_dir_shared(file, dir, sizeof(dir), &mode), "group-writable");
+	cr_expect(stream_file_dir_shared(file, dir, sizeof(dir), &mode), "group-writable");
 	cr_assert_eq(chmod(tdir, 01777), 0);
-	cr_expect_not(file_dir_shared(file, dir, sizeof(dir), &mode), "sticky, as /tmp");
+	cr_expect_not(stream_file_dir_shared(file, dir, sizeof(dir), &mode), "sticky, as /tmp");
 	cr_assert_eq(chmod(tdir, 0755), 0);
-	cr_expect_not(file_dir_shared(file, dir, sizeof(dir), &mode));
-	file_dir_shared("events.jsonl", dir, sizeof(dir), &mode);
+	cr_expect_not(stream_file_dir_shared(file, dir, sizeof(dir), &mode));
+	stream_file_dir_shared("events.jsonl", dir, sizeof(dir), &mode);
 	cr_expect_str_eq(dir, ".");
-	file_dir_shared("/events.jsonl", dir, sizeof(dir), &mode);
+	stream_file_dir_shared("/events.jsonl", dir, sizeof(dir), &mode);
 	cr_expect_str_eq(dir, "/");
 	rm_tmpdir();
 }

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+
+#include "daemon/service_impl.h"
+#include "daemon/control.h"
+#include "daemon/stream.h"
+#include "engine/maps.h"
+#include "metrics/metrics.h"
+
+/* ---- control commands ---- */
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static json_t *cmd_attach(const json_t *req, struct custode_refusal *why)
+{
+	struct custode_attach_req a = {0};
+	const char *rid = jstr(req, "run_id");
+	json_t *run = NULL, *pol;
+	int err;
+
+	a.cgroup = jstr(req, "cgroup");
+	a.profile = jstr(req, "profile");
+	a.policy = jstr(req, "policy");
+	a.bundle = jstr(req, "bundle");
+	a.workspace = jstr(req, "workspace");
+	if (rid) {
+		if (custode_run_id_parse(rid, &a.run_id) < 0) {
+			custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE, "run_id '%s' is not 16 hex digits", rid);
+			return NULL;
+		}
+		a.has_run_id = true;
+	}
+	if (!a.cgroup) {
+		custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE, "attach needs \"cgroup\"");
+		return NULL;
+	}
+	err = custode_attach(V.e, &a, &V.o.src, &run, why);
+	if (err) {
+		fprintf(stderr, "custode daemon: attach %s refused: %s: %s\n", a.cgroup, custode_reason_name(why->reason),
+			why->detail);
+		return NULL;
+	}
+	pol = json_object_get(run, "policy");
+	service_report(NULL, "attached", NULL, run);
+	if (json_object_get(pol, "not_after"))
+		custode_metrics_set_bundle(jstr(pol, "name"), (uint64_t)json_integer_value(json_object_get(pol, "version")),
+					   json_integer_value(json_object_get(pol, "not_before")),
+					   json_integer_value(json_object_get(pol, "not_after")));
+	service_snapshot();
+	service_maps_refresh();
+	return json_pack("{s:o}", "run", run);
+}
+
+static json_t *cmd_detach(const json_t *req, struct custode_refusal *why)
+{
+	const char *rid = jstr(req, "run_id"), *cg = jstr(req, "cgroup");
+	json_t *run = NULL;
+	__u64 id = 0;
+
+	if (!!rid == !!cg) {
+		custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE, "detach needs \"run_id\" or \"cgroup\"");
+		return NULL;
+	}
+	if (rid && custode_run_id_parse(rid, &id) < 0) {
+		custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE, "run_id '%s' is not 16 hex digits", rid);
+		return NULL;
+	}
+	service_snapshot(); /* its last counts are in the totals */
+	if (custode_detach(V.e, id, cg, &run, why)) {
+		fprintf(stderr, "custode daemon: detach %s refused: %s: %s\n", rid ? rid : cg, custode_reason_name(why->reason),
+			why->detail);
+		return NULL;
+	}
+	service_report(NULL, "detached", NULL, run);
+	service_snapshot();
+	service_maps_refresh();
+	return json_pack("{s:o}", "run", run);
+}
+
+static json_t *cmd_status(void)
+{
+	struct custode_stream_stats ss;
+	struct custode_control_stats cs;
+	json_t *st;
+	struct custode_stats es = {0};
+	struct custode_event_stats xs = {0};
+	size_t clients, followers;
+	json_t *gates = json_array();
+	int fd = custode_map_open(CUSTODE_MAP_GATES);
+
+	if (fd >= 0) {
+		struct custode_gates g;
+		__u32 zero = 0;
+
+		if (bpf_map_lookup_elem(fd, &zero, &g) == 0)
+			for (int k = 0; k < CUSTODE_MAX_GATES; k++)
+				if (g.gate[k].id)
+					json_array_append_new(gates, json_pack("{s:I, s:I}", "cgroup_id", (json_int_t)g.gate[k].id,
+									       "levels", (json_int_t)g.gate[k].levels));
+		close(fd);
+	}
+	custode_stream_stats(&ss);
+	custode_control_counts(&clients, &followers);
+	service_percpu_sum(V.stats_fd, sizeof(es), &es);
+	service_percpu_sum(V.estats_fd, sizeof(xs), &xs);
+	st = json_pack("{s:{s:i, s:s, s:I, s:b}, s:{s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+			 "s:I, s:I}, s:{s:I, s:I}}",
+			 "daemon", "pid", (int)getpid(), "version", CUSTODE_VERSION, "started", (json_int_t)V.o.started,
+			 "resolver", V.o.resolver, "engine", "classes", (json_int_t)V.e->meta.classes, "events",
+			 (json_int_t)es.events, "events_dropped", (json_int_t)es.events_dropped, "suppressed",
+			 (json_int_t)xs.suppressed, "gates", gates, "stream", "records", (json_int_t)ss.records,
+			 "throttle_records", (json_int_t)ss.throttle_records, "throttled", (json_int_t)ss.throttled,
+			 "dropped", (json_int_t)ss.dropped, "bad", (json_int_t)ss.bad, "stdout_dropped",
+			 (json_int_t)ss.sink_dropped[0], "file_dropped", (json_int_t)ss.sink_dropped[1], "file_rotations",
+			 (json_int_t)ss.file_rotations, "history", (json_int_t)ss.history, "control", "clients",
+			 (json_int_t)clients, "followers", (json_int_t)followers);
+	if (st) {
+		json_t *sj = json_object_get(st, "stream"), *cj = json_object_get(st, "control");
+
+		custode_control_stats(&cs);
+		json_object_set_new(sj, "file_reopens", json_integer((json_int_t)ss.file_reopens));
+		json_object_set_new(sj, "resolver_records", json_integer((json_int_t)ss.injected));
+		json_object_set_new(sj, "resolver_records_dropped", json_integer((json_int_t)ss.inject_dropped));
+		json_object_set_new(cj, "overflow_disconnects", json_integer((json_int_t)cs.overflow_disconnects));
+		json_object_set_new(cj, "follower_lost", json_integer((json_int_t)cs.follower_lost));
+	}
+	return st;
+}
+
+json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, struct custode_refusal *why)
+{
+	(void)ctx;
+	if (!strcmp(cmd, "attach"))
+		return cmd_attach(req, why);
+	if (!strcmp(cmd, "detach"))
+		return cmd_detach(req, why);
+	if (!strcmp(cmd, "runs"))
+		return json_pack("{s:o}", "runs", custode_runs_list(V.e, &V.o.src, !json_is_false(json_object_get(req, "verify"))));
+	if (!strcmp(cmd, "status"))
+		return cmd_status();
+	if (!strcmp(cmd, "metrics")) {
+		char *text = custode_service_metrics();
+		json_t *o = text ? json_pack("{s:s}", "text", text) : NULL;
+
+		free(text);
+		if (!o)
+			custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
+		return o;
+	}
+	custode_refuse(why, EINVAL, CUSTODE_REASON_DAEMON_PROTOCOL,
+		       "unknown command '%s' (ping, status, runs, attach, detach, events, metrics)", cmd);
+	return NULL;
+}

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "daemon/service_impl.h"
+#include "daemon/control.h"
+#include "daemon/stream.h"
+#include "metrics/metrics.h"
+#include "util/fsutil.h"
+
+/* ---- metrics ---- */
+
+struct bundle_ctx {
+	struct custode_prom *p;
+};
+
+static void bundle_metric(void *ctx, const char *policy, uint64_t version, int64_t not_before, int64_t not_after)
+{
+	struct bundle_ctx *b = ctx;
+
+	custode_prom_add(b->p, "custode_policy_bundle_version", (double)version, "policy", policy, NULL);
+	custode_prom_add(b->p, "custode_policy_bundle_not_before_seconds", (double)not_before, "policy", policy, NULL);
+	custode_prom_add(b->p, "custode_policy_bundle_not_after_seconds", (double)not_after, "policy", policy, NULL);
+}
+
+void service_percpu_sum(int fd, size_t size, void *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	unsigned char *per;
+	__u32 zero = 0;
+
+	memset(out, 0, size);
+	if (fd < 0 || ncpu <= 0 || !(per = calloc((size_t)ncpu, size)))
+		return;
+	if (bpf_map_lookup_elem(fd, &zero, per) == 0)
+		for (int c = 0; c < ncpu; c++)
+			for (size_t w = 0; w < size / 8; w++)
+				((__u64 *)out)[w] += ((__u64 *)(per + (size_t)c * size))[w];
+	free(per);
+}
+
+char *custode_service_metrics(void)
+{
+	struct custode_prom *p = custode_prom_new();
+	struct custode_stream_stats ss;
+	struct custode_control_stats cs;
+	struct custode_stats es = {0};
+	struct custode_event_stats xs = {0};
+	struct custode_dns_counters dns = V.dns_retired;
+	struct bundle_ctx bc = {p};
+	size_t clients, followers;
+	int ncpu = libbpf_num_possible_cpus();
+	char *text;
+
+	if (!p)
+		return NULL;
+	custode_prom_family(p, "custode_daemon_start_time_seconds", "gauge", "When this daemon started (unix seconds).");
+	custode_prom_add(p, "custode_daemon_start_time_seconds", (double)V.o.started, NULL);
+	custode_prom_family(p, "custode_runs_active", "gauge", "Registered runs, by kind (launched: custode run; attached: custode attach).");
+	custode_prom_add(p, "custode_runs_active", 0, "kind", "launched", NULL);
+	custode_prom_add(p, "custode_runs_active", 0, "kind", "attached", NULL);
+	custode_prom_family(p, "custode_denials_total", "counter",
+			    "Denials by policy and reason: the engine's exact per-run counters, plus those of runs that "
+			    "ended while this daemon ran (as last read, every 2 s).");
+	for (size_t i = 0; V.runs && i < TABLE_SLOTS; i++) {
+		const struct runrec *r = &V.runs[i];
+
+		if (!r->used)
+			continue;
+		custode_prom_add(p, "custode_runs_active", 1, "kind", r->attached ? "attached" : "launched", NULL);
+		for (int k = 0; k < CUSTODE_REASON_KERNEL_MAX; k++)
+			if (r->c.denials[k])
+				custode_prom_add(p, "custode_denials_total", (double)r->c.denials[k], "policy", r->policy,
+						 "reason", custode_reason_name(k) ? custode_reason_name(k) : "unknown", NULL);
+	}
+	for (size_t i = 0; i < V.n_ret; i++)
+		for (int k = 0; k < CUSTODE_REASON_KERNEL_MAX; k++)
+			if (V.ret[i].d[k])
+				custode_prom_add(p, "custode_denials_total", (double)V.ret[i].d[k], "policy", V.ret[i].policy,
+						 "reason", custode_reason_name(k) ? custode_reason_name(k) : "unknown", NULL);
+	custode_prom_family(p, "custode_policy_bundle_version", "gauge", "Version of the accepted bundle of each policy.");
+	custode_prom_family(p, "custode_policy_bundle_not_before_seconds", "gauge", "notBefore of that bundle (unix seconds).");
+	custode_prom_family(p, "custode_policy_bundle_not_after_seconds", "gauge",
+			    "notAfter of that bundle (unix seconds): alert well before it passes.");
+	custode_metrics_each_bundle(bundle_metric, &bc);
+	/* the resolver */
+	for (size_t i = 0; V.dns && i < TABLE_SLOTS; i++) {
+		if (!V.dns[i].used)
+			continue;
+		dns.queries += V.dns[i].c.queries;
+		dns.answered += V.dns[i].c.answered;
+		dns.pins += V.dns[i].c.pins;
+		for (int k = 0; k < CUSTODE_DNS_REASONS; k++)
+			dns.denials[k] += V.dns[i].c.denials[k];
+	}
+	custode_prom_family(p, "custode_resolver_up", "gauge", "1 when this daemon runs the resolver.");
+	custode_prom_add(p, "custode_resolver_up", V.o.resolver ? 1 : 0, NULL);
+	custode_prom_family(p, "custode_resolver_queries_total", "counter", "DNS queries of runs, attributed to their run.");
+	custode_prom_add(p, "custode_resolver_queries_total", (double)dns.queries, NULL);
+	custode_prom_family(p, "custode_resolver_answered_total", "counter", "Queries answered with at least one vetted address.");
+	custode_prom_add(p, "custode_resolver_answered_total", (double)dns.answered, NULL);
+	custode_prom_family(p, "custode_resolver_pins_total", "counter", "Pins written or renewed.");
+	custode_prom_add(p, "custode_resolver_pins_total", (double)dns.pins, NULL);
+	custode_prom_family(p, "custode_resolver_refusals_total", "counter", "Resolver refusals by reason.");
+	for (int k = 0; k < CUSTODE_DNS_REASONS; k++) {
+		const char *name = custode_reason_name(CUSTODE_REASON_DNS_NAME_DENIED + k);
+
+		if (name)
+			custode_prom_add(p, "custode_resolver_refusals_total", (double)dns.denials[k], "reason", name, NULL);
+	}
+	/* the engine's records */
+	service_percpu_sum(V.stats_fd, sizeof(es), &es);
+	service_percpu_sum(V.estats_fd, sizeof(xs), &xs);
+	custode_prom_family(p, "custode_events_total", "counter", "Records the engine wrote to its ring buffer (since it loaded).");
+	custode_prom_add(p, "custode_events_total", (double)es.events, NULL);
+	custode_prom_family(p, "custode_events_dropped_total", "counter",
+			    "Records lost because the ring buffer was full, per CPU (since the engine loaded).");
+	if (V.stats_fd >= 0 && ncpu > 0) {
+		struct custode_stats *per = calloc((size_t)ncpu, sizeof(*per));
+		__u32 zero = 0;
+
+		if (per && bpf_map_lookup_elem(V.stats_fd, &zero, per) == 0)
+			for (int c = 0; c < ncpu; c++) {
+				char cpu[16];
+
+				snprintf(cpu, sizeof(cpu), "%d", c);
+				custode_prom_add(p, "custode_events_dropped_total", (double)per[c].events_dropped, "cpu", cpu, NULL);
+			}
+		free(per);
+	}
+	custode_prom_family(p, "custode_events_suppressed_total", "counter",
+			    "Denials counted but not recorded: in-kernel throttling per run and reason.");
+	custode_prom_add(p, "custode_events_suppressed_total", (double)xs.suppressed, NULL);
+	custode_prom_family(p, "custode_events_throttle_records_total", "counter", "Throttle records the engine wrote.");
+	custode_prom_add(p, "custode_events_throttle_records_total", (double)xs.throttle_records, NULL);
+	/* the stream */
+	custode_stream_stats(&ss);
+	custode_control_counts(&clients, &followers);
+	custode_prom_family(p, "custode_stream_records_total", "counter", "Decision records this daemon published.");
+	custode_prom_add(p, "custode_stream_records_total", (double)ss.records, NULL);
+	custode_prom_family(p, "custode_stream_throttle_records_total", "counter", "Throttle records this daemon published (kernel and its own).");
+	custode_prom_add(p, "custode_stream_throttle_records_total", (double)ss.throttle_records, NULL);
+	custode_prom_family(p, "custode_stream_bad_records_total", "counter", "Records of an unknown version or size.");
+	custode_prom_add(p, "custode_stream_bad_records_total", (double)ss.bad, NULL);
+	custode_prom_family(p, "custode_stream_sink_dropped_total", "counter", "Lines a slow or absent sink lost (never blocking).");
+	custode_prom_add(p, "custode_stream_sink_dropped_total", (double)ss.sink_dropped[0], "sink", "stdout", NULL);
+	custode_prom_add(p, "custode_stream_sink_dropped_total", (double)ss.sink_dropped[1], "sink", "file", NULL);
+	custode_prom_family(p, "custode_stream_resolver_records_total", "counter", "Resolver decisions (DNS denials, filtered answers) published in the stream.");
+	custode_prom_add(p, "custode_stream_resolver_records_total", (double)ss.injected, NULL);
+	custode_prom_family(p, "custode_stream_resolver_records_dropped_total", "counter", "Resolver decisions lost before the daemon's loop took them (its queue was full).");
+	custode_prom_add(p, "custode_stream_resolver_records_dropped_total", (double)ss.inject_dropped, NULL);
+	custode_prom_family(p, "custode_stream_file_reopens_total", "counter", "Times the events file was renamed or removed under the daemon (logrotate) and opened again.");
+	custode_prom_add(p, "custode_stream_file_reopens_total", (double)ss.file_reopens, NULL);
+	custode_control_stats(&cs);
+	custode_prom_family(p, "custode_control_overflow_disconnects_total", "counter", "Control clients disconnected: their unread answers passed the hard cap.");
+	custode_prom_add(p, "custode_control_overflow_disconnects_total", (double)cs.overflow_disconnects, NULL);
+	custode_prom_family(p, "custode_stream_follower_lost_total", "counter", "Records skipped for followers too slow to take them (each told {\"lost\": N}).");
+	custode_prom_add(p, "custode_stream_follower_lost_total", (double)cs.follower_lost, NULL);
+	custode_prom_family(p, "custode_stream_followers", "gauge", "Clients following the stream (custode events --follow).");
+	custode_prom_add(p, "custode_stream_followers", (double)followers, NULL);
+	custode_prom_family(p, "custode_runs_reaped_total", "counter", "Runs this daemon reaped because their cgroup was gone.");
+	custode_prom_add(p, "custode_runs_reaped_total", (double)V.reaped, NULL);
+	/* map fill levels */
+	custode_prom_family(p, "custode_map_entries", "gauge", "Entries in each hash or trie map of the engine (counted every 30 s and at attach/detach).");
+	custode_prom_family(p, "custode_map_capacity", "gauge", "max_entries of each map of the engine.");
+	for (size_t i = 0; i < V.n_maps; i++) {
+		if (V.maps[i].entries >= 0)
+			custode_prom_add(p, "custode_map_entries", (double)V.maps[i].entries, "map", V.maps[i].name, NULL);
+		if (V.maps[i].max_entries)
+			custode_prom_add(p, "custode_map_capacity", (double)V.maps[i].max_entries, "map", V.maps[i].name, NULL);
+	}
+	text = custode_prom_render(p);
+	custode_prom_free(p);
+	return text;
+}
+
+int service_textfile_timer(void *arg)
+{
+	char *text = custode_service_metrics();
+
+	(void)arg;
+	if (text && custode_write_file_atomic(V.o.metrics_file, text, strlen(text), 0644) < 0)
+		fprintf(stderr, "custode daemon: metrics: writing %s: %s\n", V.o.metrics_file, strerror(errno));
+	free(text);
+	return 0;
+}
+

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The daemon service's parts, private to the files it is split into
+ * (service.c adoption, the control peer check, start and stop; snapshot.c
+ * the snapshots of live and ended runs' counts; metrics_text.c the metrics
+ * text and textfile; metrics_http.c the HTTP endpoint; commands.c the
+ * control commands). The service is one instance (V below); the files share
+ * its state.
+ */
+#ifndef CUSTODE_DAEMON_SERVICE_IMPL_H
+#define CUSTODE_DAEMON_SERVICE_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "custode/abi.h"
+#include "custode/resolver.h"
+#include "daemon/service.h"
+
+#define SNAPSHOT_MS 2000
+#define MAPS_REFRESH_S 30
+#define TABLE_SLOTS 8192 /* > 2 * CUSTODE_MAX_RUNS */
+#define MAX_HTTP 16
+#define HTTP_TIMEOUT_MS 5000
+
+
+/* A run as the last snapshot saw it: its counts retire into the totals when it goes. */
+struct runrec {
+	bool used;
+	__u64 cgid, run_id;
+	bool attached;
+	char policy[128];
+	struct custode_counters c;
+};
+
+struct dnsrec {
+	bool used;
+	__u64 cgid;
+	struct custode_dns_counters c;
+};
+
+struct retired {
+	char policy[128];
+	__u64 d[CUSTODE_REASON_KERNEL_MAX];
+};
+
+struct mapinfo {
+	char name[64];
+	long long entries; /* -1: not counted (arrays are always full) */
+	unsigned max_entries;
+};
+
+struct http {
+	bool used;
+	int fd;
+	char in[8192];
+	size_t inlen;
+	char *out;
+	size_t outlen, off;
+	uint64_t started;
+};
+
+struct service_state {
+	struct custode_engine *e;
+	struct custode_service_opts o;
+	struct runrec *runs;
+	struct dnsrec *dns;
+	struct retired *ret;
+	size_t n_ret;
+	struct custode_dns_counters dns_retired;
+	struct mapinfo maps[64];
+	size_t n_maps;
+	time_t maps_at;
+	int http_fd, stats_fd, estats_fd, dnsc_fd;
+	struct http http[MAX_HTTP];
+	uint64_t reaped;
+};
+
+extern struct service_state custode_service_V;
+#define V custode_service_V
+
+/* service.c: one line on stderr per adopted or reaped run */
+void service_report(void *ctx, const char *action, const char *detail, const json_t *run);
+/* snapshot.c */
+void service_snapshot(void);
+void service_maps_refresh(void);
+int service_snapshot_timer(void *arg);
+/* metrics_text.c */
+void service_percpu_sum(int fd, size_t size, void *out);
+int service_textfile_timer(void *arg);
+/* metrics_http.c */
+void service_http_close(struct http *h);
+int service_http_listen(const char *spec, struct custode_refusal *why);
+
+#endif

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/bpf.h>
+
+#include "daemon/stream_impl.h"
+#include "state/runstate.h"
+#include "util/time.h"
+
+static const struct stream_map_ops libbpf_maps = {
+	.get_next_key = bpf_map_get_next_key,
+	.lookup_elem = bpf_map_lookup_elem,
+};
+const struct stream_map_ops *stream_maps = &libbpf_maps;
+
+/* ---- throttle records: kernel and daemon, reconciled by the monotonic totals ---- */
+
+/* A pair's home slot: the whole key mixed (cgroup ids are close together, reasons small). */
+static size_t rec_home(__u64 cgid, __u32 reason)
+{
+	__u64 x = cgid ^ ((__u64)reason * 0x9e3779b97f4a7c15ull);
+
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return (size_t)x & RECONCILE_MASK;
+}
+
+/*
+ * A pair's slot (linear probing), made when create and the table is below
+ * RECONCILE_MAX. At most 3/4 used: a probe always ends at an empty slot,
+ * after a few steps.
+ */
+static struct reconcile *rec_slot(__u64 cgid, __u32 reason, bool create)
+{
+	size_t i = rec_home(cgid, reason);
+
+	for (size_t n = 0; n < RECONCILE_SLOTS; n++, i = (i + 1) & RECONCILE_MASK) {
+		struct reconcile *r = &S.rec[i];
+
+		if (r->used && r->run_cgid == cgid && r->reason == reason)
+			return r;
+		if (!r->used) {
+			if (!create || S.rec_used >= RECONCILE_MAX)
+				return NULL; /* full: report as the kernel says */
+			r->used = true;
+			r->run_cgid = cgid;
+			r->reason = reason;
+			r->total = 0;
+			r->pass = S.rec_pass;
+			S.rec_used++;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Free slot i, moving later slots of its cluster back into the gap where
+ * their probe allows (no tombstones: every used slot stays reachable from
+ * its home through used slots only).
+ */
+static void rec_remove(size_t i)
+{
+	size_t j = i;
+
+	S.rec_used--;
+	for (;;) {
+		S.rec[i].used = false;
+		for (;;) {
+			size_t k;
+
+			j = (j + 1) & RECONCILE_MASK;
+			if (!S.rec[j].used)
+				return;
+			k = rec_home(S.rec[j].run_cgid, S.rec[j].reason);
+			/* j stays where it is when its home lies in (i, j] */
+			if (((j - k) & RECONCILE_MASK) < ((j - i) & RECONCILE_MASK))
+				continue;
+			break;
+		}
+		S.rec[i] = S.rec[j];
+		i = j;
+	}
+}
+
+/*
+ * After a complete pass over the kernel map: the slots of pairs whose entry
+ * it did not see (evicted, or gone with their run) are freed. The walk
+ * starts after an empty slot: removals move slots back within their cluster
+ * only, so a moved slot is one the walk has still to look at (the current
+ * position is looked at again).
+ */
+static void rec_sweep(void)
+{
+	size_t start = 0, i;
+
+	while (start < RECONCILE_SLOTS && S.rec[start].used)
+		start++;
+	if (start == RECONCILE_SLOTS)
+		return; /* never: at most 3/4 used */
+	i = (start + 1) & RECONCILE_MASK;
+	while (i != start) {
+		if (S.rec[i].used && S.rec[i].pass != S.rec_pass)
+			rec_remove(i);
+		else
+			i = (i + 1) & RECONCILE_MASK;
+	}
+}
+
+/*
+ * A kernel throttle record: its count is what the kernel had not reported;
+ * the daemon may have reported part of it already (a quiet window's
+ * summary). Keep what's new; a record with nothing new is not published.
+ */
+bool stream_reconcile_kernel(json_t *ev)
+{
+	json_t *t = json_object_get(ev, "throttle");
+	__u64 cgid = (__u64)json_integer_value(json_object_get(t, "run_cgid"));
+	__u64 total = (__u64)json_integer_value(json_object_get(t, "total"));
+	int reason = custode_reason_from_name(json_string_value(json_object_get(ev, "reason")));
+	struct reconcile *r = reason >= 0 ? rec_slot(cgid, (__u32)reason, false) : NULL;
+	bool fresh = false;
+	__u64 count;
+
+	{
+		const char *rid = json_string_value(json_object_get(ev, "run_id"));
+		__u64 id;
+
+		if (rid && custode_run_id_parse(rid, &id) == 0 && id)
+			custode_stream_note_run(cgid, id,
+						(__u32)json_integer_value(json_object_get(json_object_get(ev, "policy"), "version")));
+	}
+	if (!r && reason >= 0)
+		fresh = (r = rec_slot(cgid, (__u32)reason, true)) != NULL;
+	if (!r)
+		return true;
+	/*
+	 * A record written before this daemon started (left in the ring buffer by
+	 * the last one) whose total the baseline already holds: covered by the
+	 * baseline, not an eviction (it would be reported twice).
+	 */
+	if (!fresh && total <= r->total &&
+	    (__u64)json_integer_value(json_object_get(ev, "boot_ns")) < S.baseline_boot_ns)
+		return false;
+	/*
+	 * Nothing said about this entry yet (a new slot), or the kernel's entry
+	 * was evicted and started again: what the kernel had not reported.
+	 */
+	if (fresh || total < r->total)
+		count = (__u64)json_integer_value(json_object_get(t, "count"));
+	else
+		count = total - r->total;
+	r->total = total;
+	if (!count)
+		return false;
+	json_object_set_new(t, "count", json_integer((json_int_t)count));
+	S.st.throttle_records++;
+	S.st.throttled += count;
+	return true;
+}
+
+static struct known_run *known_slot(__u64 cgid, bool create)
+{
+	size_t h = (size_t)((cgid * 0x9e3779b97f4a7c15ull) >> 40) % KNOWN_SLOTS;
+
+	for (size_t i = 0; i < KNOWN_SLOTS; i++) {
+		struct known_run *k = &S.known[(h + i) % KNOWN_SLOTS];
+
+		if (k->cgid == cgid)
+			return k;
+		if (!k->cgid) {
+			if (!create)
+				return NULL;
+			k->cgid = cgid;
+			return k;
+		}
+	}
+	/* full: recycle the home slot (an old run's summary may then lack its id) */
+	return create ? &S.known[h] : NULL;
+}
+
+void custode_stream_note_run(__u64 cgid, __u64 run_id, __u32 version)
+{
+	struct known_run *k = S.known && cgid ? known_slot(cgid, true) : NULL;
+
+	if (k) {
+		k->cgid = cgid;
+		k->run_id = run_id;
+		k->version = version;
+	}
+}
+
+/* A run by cgroup id: registered now, or seen while it was (its summary may come after it ended). */
+static __u64 run_id_of(__u64 cgid, __u32 *version)
+{
+	struct custode_run run;
+	struct known_run *k;
+
+	*version = 0;
+	if (S.runs_fd >= 0 && stream_maps->lookup_elem(S.runs_fd, &cgid, &run) == 0) {
+		custode_stream_note_run(cgid, run.run_id, run.policy_version);
+		*version = run.policy_version;
+		return run.run_id;
+	}
+	k = S.known ? known_slot(cgid, false) : NULL;
+	if (!k)
+		return 0;
+	*version = k->version;
+	return k->run_id;
+}
+
+/*
+ * Suppressed denials the kernel has not summarised because no later denial
+ * of that run and reason came (the storm stopped): once the window is over,
+ * the daemon says so itself.
+ */
+void stream_throttle_flush(uint64_t window_ns)
+{
+	struct custode_throttle_key key, next;
+	struct custode_throttle val;
+	struct timespec bt;
+	void *prev = NULL;
+	size_t keys = 0;
+	__u64 now;
+	int err;
+
+	if (S.throttle_fd < 0)
+		return;
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	now = (__u64)bt.tv_sec * 1000000000ull + (__u64)bt.tv_nsec;
+	S.rec_pass++;
+	/*
+	 * The kernel makes an entry for the first denial of every (run,
+	 * reason); only those with suppressed denials need a slot. Each entry
+	 * seen marks its slot for this pass; after a complete pass the rest go.
+	 */
+	while ((err = stream_maps->get_next_key(S.throttle_fd, prev, &next)) == 0 && keys++ < THROTTLE_PASS_MAX) {
+		struct reconcile *r;
+		char when[64], since[64], hex[17];
+		__u32 version;
+		__u64 run_id;
+		json_t *ev;
+
+		key = next;
+		prev = &key;
+		if (stream_maps->lookup_elem(S.throttle_fd, &key, &val) < 0)
+			continue;
+		r = rec_slot(key.run_cgid, key.reason, val.suppressed > 0);
+		if (!r)
+			continue;
+		r->pass = S.rec_pass;
+		if (val.suppressed < r->total)
+			r->total = 0; /* suppressed only grows: the entry was evicted and made again since */
+		if (val.suppressed <= r->total || now - val.window_start_ns < window_ns)
+			continue;
+		run_id = run_id_of(key.run_cgid, &version);
+		custode_run_id_format(run_id, hex);
+		custode_time_format_ns((int64_t)now + S.boot_to_wall, 6, when, sizeof(when));
+		custode_time_format_ns((int64_t)val.window_start_ns + S.boot_to_wall, 6, since, sizeof(since));
+		ev = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:{s:I}, s:{s:I, s:I, s:s, s:I}}", "version",
+			       CUSTODE_EVENT_VERSION, "type", "throttle", "source", "daemon", "time", when, "run_id", hex,
+			       "reason", custode_reason_name((int)key.reason) ? custode_reason_name((int)key.reason) : "unknown",
+			       "policy", "version", (json_int_t)version, "throttle", "count",
+			       (json_int_t)(val.suppressed - r->total), "total", (json_int_t)val.suppressed, "since", since,
+			       "run_cgid", (json_int_t)key.run_cgid);
+		S.st.throttle_records++;
+		S.st.throttled += val.suppressed - r->total;
+		r->total = val.suppressed;
+		if (ev) {
+			custode_event_enrich(S.en, ev);
+			stream_publish(ev);
+			json_decref(ev);
+		}
+	}
+	if (err == -ENOENT) /* the whole map was seen (not cut by an error or endless restarts) */
+		rec_sweep();
+}
+
+/* Start from what the kernel holds: what happened before this daemon is not reported again. */
+void stream_throttle_baseline(void)
+{
+	struct custode_throttle_key key, next;
+	struct custode_throttle val;
+	void *prev = NULL;
+	size_t keys = 0;
+
+	if (S.throttle_fd < 0)
+		return;
+	while (stream_maps->get_next_key(S.throttle_fd, prev, &next) == 0 && keys++ < THROTTLE_PASS_MAX) {
+		struct reconcile *r;
+
+		key = next;
+		prev = &key;
+		/* an entry with nothing suppressed needs no slot: a new slot's total is 0 */
+		if (stream_maps->lookup_elem(S.throttle_fd, &key, &val) == 0 && val.suppressed &&
+		    (r = rec_slot(key.run_cgid, key.reason, true)))
+			r->total = val.suppressed;
+	}
+}
+
+/* Records the full ring buffer lost, per CPU: one "dropped" record when the count moved. */
+void stream_drops_check(bool baseline)
+{
+	struct custode_stats *per;
+	__u32 zero = 0;
+	__u64 total = 0;
+	json_t *ev, *arr;
+	char when[64];
+
+	if (S.stats_fd < 0 || S.ncpu <= 0 || !(per = calloc((size_t)S.ncpu, sizeof(*per))))
+		return;
+	if (stream_maps->lookup_elem(S.stats_fd, &zero, per) < 0) {
+		free(per);
+		return;
+	}
+	arr = json_array();
+	for (int i = 0; i < S.ncpu; i++) {
+		total += per[i].events_dropped;
+		json_array_append_new(arr, json_integer((json_int_t)per[i].events_dropped));
+	}
+	free(per);
+	if (baseline || total <= S.last_dropped) {
+		S.last_dropped = total;
+		json_decref(arr);
+		return;
+	}
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		custode_time_format_ns(now.tv_sec * 1000000000LL + now.tv_nsec, 6, when, sizeof(when));
+	}
+	ev = json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:o}", "version", CUSTODE_EVENT_VERSION, "type", "dropped",
+		       "source", "daemon", "time", when, "count", (json_int_t)(total - S.last_dropped), "total",
+		       (json_int_t)total, "per_cpu", arr);
+	S.st.dropped += total - S.last_dropped;
+	S.last_dropped = total;
+	if (ev) {
+		stream_publish(ev);
+		json_decref(ev);
+	}
+}
+
