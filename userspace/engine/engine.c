@@ -10,10 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
+#include <linux/membarrier.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <openssl/evp.h>
@@ -1125,6 +1127,18 @@ int custode_engine_set_run(struct custode_engine *e, __u64 cgid, const struct cu
 
 	/* a changed run (cancelled, new rules) must not be served decisions cached for the old one */
 	custode_engine_bump_fs_gen(e);
+	return err;
+}
+
+int custode_engine_quiesce(void)
+{
+	int err;
+
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+		return 0;
+	err = -errno;
+	/* refused on nohz_full hosts: a grace period takes milliseconds; wait well beyond one */
+	usleep(100 * 1000);
 	return err;
 }
 

@@ -98,6 +98,16 @@ int custode_engine_unregister(struct custode_engine *e, __u64 cgid);
 int custode_engine_unregister_final(struct custode_engine *e, __u64 cgid, struct custode_counters *final);
 int custode_engine_get_run(struct custode_engine *e, __u64 cgid, struct custode_run *out);
 int custode_engine_set_run(struct custode_engine *e, __u64 cgid, const struct custode_run *run);
+/*
+ * Wait until no BPF program still runs with what it read before the call
+ * (programs run under rcu_read_lock; MEMBARRIER_CMD_GLOBAL waits for an RCU
+ * grace period). Between a run's flip to a new rule set and the deletion of
+ * the old one: an open that read the old rule set id just before the flip
+ * must not find it half deleted (a file's deny gone, the directory's allow
+ * still there). Where membarrier is refused (nohz_full) it sleeps 100 ms
+ * instead and returns its error.
+ */
+int custode_engine_quiesce(void);
 int custode_engine_get_counters(struct custode_engine *e, __u64 cgid, struct custode_counters *out);
 /* Sum of the per-CPU engine stats. */
 int custode_engine_get_stats(struct custode_engine *e, struct custode_stats *out);

@@ -95,7 +95,11 @@ int custode_program_swap(struct custode_engine *e, struct custode_program *pr, _
 	/* the flip: one update of the run's value */
 	if ((err = custode_engine_set_run(e, cgid, &next)))
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "flip: %s", strerror(-err));
-	/* the old rules go; pins of names the new policy may have revoked too */
+	/*
+	 * the old rules go, once no decision in flight can still be reading
+	 * them; pins of names the new policy may have revoked too
+	 */
+	custode_engine_quiesce();
 	custode_engine_delete_ruleset(e, cur->ruleset);
 	custode_engine_delete_net_ruleset(e, cur->ruleset);
 	custode_engine_delete_pins(e, cgid);
