@@ -155,9 +155,10 @@ struct ip_srv {
 	bool up;
 };
 
-static __attribute__((unused)) bool ip_serve(struct ip_srv *s, int uid)
+/* "PROBE serve" as uid (any helper that answers "ready PID" first, then one line per operation) */
+static __attribute__((unused)) bool ip_serve_probe(struct ip_srv *s, const char *probe, int uid)
 {
-	char *argv[] = {(char *)ktest_helper("ipcprobe"), "serve", NULL};
+	char *argv[] = {(char *)ktest_helper(probe), "serve", NULL};
 	char line[64];
 
 	memset(s, 0, sizeof(*s));
@@ -166,6 +167,11 @@ static __attribute__((unused)) bool ip_serve(struct ip_srv *s, int uid)
 	s->up = true;
 	return ktest_read_line(s->p.out, line, sizeof(line), 30000) && sscanf(line, "ready %d", &s->pid) == 1 &&
 	       s->pid > 0;
+}
+
+static __attribute__((unused)) bool ip_serve(struct ip_srv *s, int uid)
+{
+	return ip_serve_probe(s, "ipcprobe", uid);
 }
 
 /* Move a serve process into the cgroup of run_pid (a process of a run): it is now attached. */

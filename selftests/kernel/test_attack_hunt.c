@@ -69,15 +69,7 @@ static const char *hp_run(struct ktest_result *r, const char *const *run_args, c
 /* "huntprobe serve" as uid, moved into run_pid's run (ip_ask/ip_serve_end work on it) */
 static bool hp_serve_in(struct ip_srv *s, int uid, int run_pid)
 {
-	char *argv[] = {(char *)ktest_helper("huntprobe"), "serve", NULL};
-	char line[64];
-
-	memset(s, 0, sizeof(*s));
-	if (ktest_spawn(argv, uid, &s->p) < 0)
-		return false;
-	s->up = true;
-	return ktest_read_line(s->p.out, line, sizeof(line), 30000) && sscanf(line, "ready %d", &s->pid) == 1 &&
-	       s->pid > 0 && pu_move_into_cgroup_of(s->pid, run_pid);
+	return ip_serve_probe(s, "huntprobe", uid) && ip_attach(s, run_pid);
 }
 
 /*
