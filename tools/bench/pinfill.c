@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * pinfill PID COUNT: insert COUNT live pins (random documentation-range
- * IPv6 addresses, port 443/tcp, one hour) for the run that PID belongs to,
+ * pinfill PID COUNT [tcp|udp]: insert COUNT live pins (ordinary
+ * IPv6 addresses 2a00:cafe:: + 1 .. COUNT, pinaddr.h, so a bench knows which
+ * addresses are pinned; port 443, tcp unless udp is said; one hour) for the run that PID belongs to,
  * straight into the pinned custode_pins map — the state a busy resolver
  * would leave. Benchmark helper only.
  */
@@ -14,6 +15,7 @@
 
 #include "custode/abi.h"
 #include "cgroup/cgroup.h"
+#include "pinaddr.h"
 
 int main(int argc, char **argv)
 {
@@ -24,8 +26,9 @@ int main(int argc, char **argv)
 	FILE *f;
 	int fd, level;
 
-	if (argc != 3 || (count = atol(argv[2])) < 0) {
-		fprintf(stderr, "usage: pinfill PID COUNT\n");
+	if (argc < 3 || argc > 4 || (count = atol(argv[2])) < 0 ||
+	    (argc == 4 && strcmp(argv[3], "tcp") != 0 && strcmp(argv[3], "udp") != 0)) {
+		fprintf(stderr, "usage: pinfill PID COUNT [tcp|udp]\n");
 		return 2;
 	}
 	snprintf(path, sizeof(path), "/proc/%s/cgroup", argv[1]);
@@ -63,14 +66,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	clock_gettime(CLOCK_BOOTTIME, &ts);
-	srand(1);
 	for (long i = 0; i < count; i++) {
-		struct custode_pin_key k = {.run_cgid = cgid, .proto = 6, .port = 443};
+		struct custode_pin_key k = {.run_cgid = cgid, .proto = argc == 4 && argv[3][0] == 'u' ? 17 : 6, .port = 443};
 		struct custode_pin v = {.expires_ns = (__u64)ts.tv_sec * 1000000000ull + 3600ull * 1000000000ull};
 
-		k.addr[0] = 0x20, k.addr[1] = 0x01, k.addr[2] = 0x0d, k.addr[3] = 0xb8;
-		for (int b = 4; b < 16; b++)
-			k.addr[b] = (__u8)rand();
+		bench_pin_addr(i, k.addr);
 		if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) < 0) {
 			fprintf(stderr, "pinfill: insert %ld: %s\n", i, strerror(errno));
 			return 1;
