@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "engine/probe.h"
+#include "state/state.h"
 #include "util/fsutil.h"
 
 #include "probe.skel.h"
@@ -209,6 +210,47 @@ void custode_probe_lsm(struct custode_probe_result *r)
 	else
 		snprintf(r->lsm_cause, sizeof(r->lsm_cause), "loading an lsm/file_open program failed: %s",
 			 strerror(r->lsm_errno));
+}
+
+/* This boot's id (36 characters), or "" if the kernel doesn't say. */
+static void boot_id(char out[40])
+{
+	char *text = NULL;
+
+	out[0] = 0;
+	if (custode_read_file("/proc/sys/kernel/random/boot_id", 64, &text, NULL) == 0) {
+		snprintf(out, 40, "%.36s", text);
+		free(text);
+	}
+}
+
+/* The record: "<boot id> <lsm_loads 0|1> <lsm_errno> <cause>\n". */
+void custode_probe_lsm_cached(struct custode_probe_result *r)
+{
+	char boot[40], id[40], line[600], *text = NULL;
+	int loads, err, n = 0;
+
+	boot_id(boot);
+	if (boot[0] && geteuid() == 0 && custode_read_file(CUSTODE_LSM_PROBE_FILE, sizeof(line), &text, NULL) == 0) {
+		if (sscanf(text, "%39s %d %d %n", id, &loads, &err, &n) == 3 && n > 0 && strcmp(id, boot) == 0 &&
+		    (loads == 0 || loads == 1) && err >= 0) {
+			custode_probe_host(r);
+			r->lsm_probed = true;
+			r->lsm_loads = loads;
+			r->lsm_errno = err;
+			snprintf(r->lsm_cause, sizeof(r->lsm_cause), "%s", text + n);
+			r->lsm_cause[strcspn(r->lsm_cause, "\n")] = 0;
+			free(text);
+			return;
+		}
+		free(text);
+	}
+	custode_probe_lsm(r);
+	if (!boot[0] || geteuid() != 0)
+		return;
+	n = snprintf(line, sizeof(line), "%s %d %d %s\n", boot, r->lsm_loads, r->lsm_errno, r->lsm_cause);
+	if (n > 0 && (size_t)n < sizeof(line) && custode_mkdir_p(CUSTODE_STATE_DIR, 0700) == 0)
+		custode_write_file_atomic(CUSTODE_LSM_PROBE_FILE, line, (size_t)n, 0600); /* a cache: a failed write costs the next run a probe */
 }
 
 void custode_probe_cgroup(struct custode_probe_result *r)

@@ -33,6 +33,17 @@ bool custode_lsm_list_has(const char *list, const char *lsm);
 void custode_probe_host(struct custode_probe_result *r);
 /* Host facts, then try to load a minimal lsm/file_open program. */
 void custode_probe_lsm(struct custode_probe_result *r);
+/*
+ * custode_probe_lsm's answer for this boot: taken from CUSTODE_LSM_PROBE_FILE
+ * when that file names this boot, else probed and recorded there. For the
+ * launcher, which needs the answer on every run (a probe load parses the
+ * kernel's BTF: milliseconds). Whether the kernel accepts LSM programs can't
+ * change within a boot in the direction that matters: the LSM list is fixed
+ * at boot and lockdown can be raised but never lowered. A stale "loads" then
+ * ends as a refused engine load (fail closed), never as a weaker run.
+ * doctor and the loader's refusals probe afresh.
+ */
+void custode_probe_lsm_cached(struct custode_probe_result *r);
 /* Try to load a minimal cgroup/connect4 program. */
 void custode_probe_cgroup(struct custode_probe_result *r);
 

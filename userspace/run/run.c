@@ -182,7 +182,7 @@ static unsigned run_classes(const struct custode_policy *p)
 	 * process classes. Elsewhere the policy's own classes are all there is
 	 * (a net-only run on an egress-only host).
 	 */
-	custode_probe_lsm(&pr);
+	custode_probe_lsm_cached(&pr);
 	if (pr.lsm_loads)
 		c |= CUSTODE_CLASS_FILE | CUSTODE_CLASS_PROCESS;
 	return c;

@@ -24,6 +24,8 @@
 #define CUSTODE_RUNS_DIR CUSTODE_STATE_DIR "/runs"
 #define CUSTODE_ENGINE_LOCK_FILE CUSTODE_STATE_DIR "/engine.lock"
 #define CUSTODE_ENGINE_USERS_FILE CUSTODE_STATE_DIR "/engine.users"
+/* The launcher's LSM probe result for this boot (engine/probe.h, custode_probe_lsm_cached) */
+#define CUSTODE_LSM_PROBE_FILE CUSTODE_STATE_DIR "/lsm-probe"
 
 enum custode_state_kind {
 	CUSTODE_STATE_RUN,               /* <id>.json */
