@@ -11,13 +11,15 @@
  *   bounded  (max > 0): the slots never change; an insert past max entries
  *            is refused with -ENOSPC (what the caller does then is its
  *            policy: the daemon's reconcile table reports as the kernel
- *            says). max < slots, so a probe always meets an empty slot; at
- *            3/4 or less, a probe is a few steps.
+ *            says). max < slots, so a probe always meets an empty slot;
+ *            a max of 3/4 of the slots keeps probes short.
  *
- * Cost: find, insert and delete are O(1) expected (a probe's length grows
- * with the fill: ~2.5 slots for a hit at 3/4); a growth rehashes every entry
- * (O(n), amortized O(1) per insert); a walk and a clear are O(slots). No
- * allocation per entry: one block for the slots, replaced when it grows.
+ * Cost: find, insert and delete are O(1) expected, a probe's length growing
+ * with the fill (at 3/4 full, 2.5 slots on average for a hit, 8.5 for a
+ * miss); a delete also rehashes the keys it moves back. A growth rehashes
+ * every entry (O(n), amortized O(1) per insert); a walk and a clear are
+ * O(slots), and a grown table does not shrink. No allocation per entry: one
+ * block for the slots, replaced when it grows.
  *
  * Keys are compared with memcmp: a struct key's padding must be zeroed. The
  * default hash mixes a key of 8 bytes with custode_hash_u64() and any other
