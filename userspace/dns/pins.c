@@ -1,32 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The resolver's pins: writing an answer's (address, port) pins for a run within its quota, expiring them, adopting an earlier resolver's. */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
 
 #include "custode/abi.h"
 #include "custode/resolver.h"
 #include "dns/resolver_int.h"
-
-static uint32_t pin_hash(const struct custode_pin_key *k)
-{
-	const uint8_t *p = (const uint8_t *)k;
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h % PIN_BUCKETS;
-}
-
-static struct pin **pin_slot(struct custode_resolver *r, const struct custode_pin_key *k)
-{
-	struct pin **p = &r->pins[pin_hash(k)];
-
-	while (*p && memcmp(&(*p)->key, k, sizeof(*k)))
-		p = &(*p)->next;
-	return p;
-}
 
 static void pin_key(struct custode_pin_key *k, __u64 cgid, const struct custode_dns_port *port, const uint8_t *addr)
 {
@@ -59,7 +39,7 @@ int resolver_pin_answer(struct custode_resolver *r, struct run *run, const struc
 	for (size_t a = 0; a < v->n_addrs; a++)
 		for (size_t i = 0; i < n_ports; i++) {
 			pin_key(&k, run->cgid, &ports[i], v->addrs[a]);
-			if (!*pin_slot(r, &k))
+			if (!custode_table_find(&r->pins, &k))
 				fresh++;
 		}
 	if (run->pins + fresh > r->cfg.pin_quota)
@@ -67,28 +47,24 @@ int resolver_pin_answer(struct custode_resolver *r, struct run *run, const struc
 	for (size_t a = 0; a < v->n_addrs; a++)
 		for (size_t i = 0; i < n_ports; i++) {
 			struct custode_pin val = {.expires_ns = expires};
-			struct pin **slot, *p;
+			__u64 *pinned;
+			void *slot;
 
 			pin_key(&k, run->cgid, &ports[i], v->addrs[a]);
-			slot = pin_slot(r, &k);
-			if (*slot && (*slot)->expires + slack >= expires)
+			pinned = custode_table_find(&r->pins, &k);
+			if (pinned && *pinned + slack >= expires)
 				continue; /* already pinned (almost) as long */
 			if (bpf_map_update_elem(r->pins_fd, &k, &val, BPF_ANY) < 0)
 				return -ENOSPC;
 			(*written)++;
-			if (*slot) {
-				(*slot)->expires = expires;
+			if (pinned) {
+				*pinned = expires;
 				continue;
 			}
-			p = malloc(sizeof(*p));
-			if (!p)
+			if (custode_table_insert(&r->pins, &k, &slot) < 0)
 				return -ENOMEM;
-			p->key = k;
-			p->expires = expires;
-			p->next = NULL;
-			*slot = p;
+			*(__u64 *)slot = expires;
 			run->pins++;
-			r->n_pins++;
 		}
 	return 0;
 }
@@ -97,27 +73,23 @@ int resolver_pin_answer(struct custode_resolver *r, struct run *run, const struc
 void resolver_pins_sweep(struct custode_resolver *r, bool all_of_gone_runs)
 {
 	__u64 now = resolver_boot_ns();
+	struct custode_table_iter it;
+	const void *kp;
+	void *vp;
 
-	for (size_t b = 0; b < PIN_BUCKETS; b++) {
-		struct pin **p = &r->pins[b];
+	custode_table_iter_init(&r->pins, &it);
+	while (custode_table_iter_next(&r->pins, &it, &kp, &vp)) {
+		const struct custode_pin_key *key = kp;
+		struct run *run = resolver_run_find(r, key->run_cgid);
+		bool gone = all_of_gone_runs && (!run || run->gone_since_ms);
 
-		while (*p) {
-			struct pin *x = *p;
-			struct run *run = *resolver_run_slot(r, x->key.run_cgid);
-			bool gone = all_of_gone_runs && (!run || run->gone_since_ms);
-
-			if (x->expires > now && !gone) {
-				p = &x->next;
-				continue;
-			}
-			/* gone runs: the launcher deleted their pins, but one written since would linger */
-			bpf_map_delete_elem(r->pins_fd, &x->key);
-			if (run && run->pins)
-				run->pins--;
-			r->n_pins--;
-			*p = x->next;
-			free(x);
-		}
+		if (*(const __u64 *)vp > now && !gone)
+			continue;
+		/* gone runs: the launcher deleted their pins, but one written since would linger */
+		bpf_map_delete_elem(r->pins_fd, key);
+		if (run && run->pins)
+			run->pins--;
+		custode_table_iter_remove(&r->pins, &it);
 	}
 }
 
@@ -129,22 +101,17 @@ void resolver_pins_adopt(struct custode_resolver *r)
 	void *prev = NULL;
 
 	while (bpf_map_get_next_key(r->pins_fd, prev, &next) == 0) {
-		struct pin **slot, *p;
 		struct run *run;
+		void *slot;
 
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(r->pins_fd, &key, &val) < 0)
 			continue;
 		run = resolver_run_get(r, key.run_cgid);
-		slot = pin_slot(r, &key);
-		if (!run || *slot || !(p = malloc(sizeof(*p))))
+		if (!run || custode_table_insert(&r->pins, &key, &slot) != 1)
 			continue;
-		p->key = key;
-		p->expires = val.expires_ns;
-		p->next = NULL;
-		*slot = p;
+		*(__u64 *)slot = val.expires_ns;
 		run->pins++;
-		r->n_pins++;
 	}
 }

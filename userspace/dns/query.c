@@ -20,7 +20,7 @@
 void resolver_query_free(struct custode_resolver *r, struct query *q)
 {
 	if (q->counted) {
-		struct run *run = *resolver_run_slot(r, q->cgid);
+		struct run *run = resolver_run_find(r, q->cgid);
 		if (run && run->inflight)
 			run->inflight--;
 	}

@@ -168,6 +168,20 @@ static __u64 netns_cookie(int fd)
 	return c;
 }
 
+/* The pins, runs and tokens tables (resolver_int.h): growing, from a few slots. */
+static int tables_init(struct custode_resolver *r)
+{
+	const struct custode_table_spec pins = {
+		.key_size = sizeof(struct custode_pin_key), .val_size = sizeof(__u64), .slots = 1024};
+	const struct custode_table_spec runs = {.key_size = sizeof(__u64), .val_size = sizeof(struct run *), .slots = 64};
+	const struct custode_table_spec tokens = {.key_size = sizeof(__u32), .val_size = sizeof(__u64), .slots = 64};
+	int err;
+
+	if ((err = custode_table_init(&r->pins, &pins)) < 0 || (err = custode_table_init(&r->runs, &runs)) < 0)
+		return err;
+	return custode_table_init(&r->tokens, &tokens);
+}
+
 int custode_resolver_open(const struct custode_resolver_config *cfg, const struct custode_resolver_hooks *hooks,
 			  struct custode_resolver **out, struct custode_refusal *why)
 {
@@ -201,12 +215,11 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 	r->q = calloc(MAX_QUERIES, sizeof(*r->q));
 	r->free_q = calloc(MAX_QUERIES, sizeof(*r->free_q));
 	r->conns = calloc(MAX_CONNS, sizeof(*r->conns));
-	r->pins = calloc(PIN_BUCKETS, sizeof(*r->pins));
 	r->ups = calloc(MAX_QUERIES, sizeof(*r->ups));
 	for (size_t i = 0; i < CUSTODE_RESOLVER_MAX_UPSTREAMS; i++)
 		r->free_ups[i] = calloc(MAX_QUERIES, sizeof(int));
-	if (!r->msg || !r->vetted || !r->q || !r->free_q || !r->conns || !r->pins || !r->ups || !r->free_ups[0] || !r->free_ups[1] ||
-	    !r->free_ups[2]) {
+	if (!r->msg || !r->vetted || !r->q || !r->free_q || !r->conns || !r->ups || !r->free_ups[0] || !r->free_ups[1] ||
+	    !r->free_ups[2] || tables_init(r) < 0) {
 		err = custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
 		goto fail;
 	}
@@ -350,12 +363,7 @@ void custode_resolver_close(struct custode_resolver *r)
 		heartbeat(r, false); /* withdrawn: the hooks deny DNS from now on */
 	if (r->counters_fd >= 0)
 		resolver_counters_flush(r);
-	for (size_t b = 0; b < TOKEN_BUCKETS; b++)
-		while (r->tokens[b]) {
-			struct token *t = r->tokens[b];
-			r->tokens[b] = t->next;
-			free(t);
-		}
+	custode_table_free(&r->tokens);
 	if (r->q)
 		for (int i = 0; i < MAX_QUERIES; i++)
 			if (r->q[i].used) {
@@ -377,19 +385,16 @@ void custode_resolver_close(struct custode_resolver *r)
 				free(r->conns[i].rbuf);
 				free(r->conns[i].wbuf);
 			}
-	if (r->pins)
-		for (size_t b = 0; b < PIN_BUCKETS; b++)
-			while (r->pins[b]) {
-				struct pin *p = r->pins[b];
-				r->pins[b] = p->next;
-				free(p);
-			}
-	for (size_t b = 0; b < RUN_BUCKETS; b++)
-		while (r->runs[b]) {
-			struct run *run = r->runs[b];
-			r->runs[b] = run->next;
-			resolver_run_free(r, run);
-		}
+	custode_table_free(&r->pins);
+	{
+		struct custode_table_iter it;
+		void *run;
+
+		custode_table_iter_init(&r->runs, &it);
+		while (custode_table_iter_next(&r->runs, &it, NULL, &run))
+			resolver_run_free(r, *(struct run **)run);
+		custode_table_free(&r->runs);
+	}
 	{
 		int fds[] = {r->ep, r->udp, r->tcp, r->runs_fd, r->pins_fd, r->priv_fd, r->cfg_fd, r->run_token_fd,
 			     r->token_run_fd, r->counters_fd, r->hosts_fd};
@@ -400,7 +405,6 @@ void custode_resolver_close(struct custode_resolver *r)
 	free(r->q);
 	free(r->free_q);
 	free(r->conns);
-	free(r->pins);
 	free(r->msg);
 	free(r->vetted);
 	free(r);

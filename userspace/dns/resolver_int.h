@@ -27,12 +27,11 @@
 #include "dns/resolver.h"
 #include "dns/vet.h"
 #include "dns/wire.h"
+#include "util/table.h"
 
 #define MAX_QUERIES 4096
 #define MAX_CONNS 256
 #define CONN_IDLE_MS 10000
-#define PIN_BUCKETS (1u << 16)
-#define RUN_BUCKETS 1024u
 #define HEARTBEAT_MS 1000
 #define SWEEP_MS 2000
 #define GC_MS 5000
@@ -40,7 +39,6 @@
 #define COUNTERS_KEEP_MS 60000
 #define MAX_PORTS 4096 /* (proto, port) pairs one name may be granted */
 #define RUN_REFRESH_MS 100 /* a run's registration (flags: cancelled, audit) is re-read this often */
-#define TOKEN_BUCKETS 4096u
 #define MAX_DIRTY 256
 /*
  * Upstream UDP sockets: connected to one server, bound by the kernel to a
@@ -84,12 +82,6 @@ static inline void link_tail(struct link *head, struct link *l)
 
 #define CONTAINER(p, type, member) ((type *)((char *)(p) - offsetof(type, member)))
 
-struct pin {
-	struct custode_pin_key key;
-	__u64 expires;
-	struct pin *next;
-};
-
 struct run {
 	__u64 cgid;
 	struct custode_run info;
@@ -104,14 +96,6 @@ struct run {
 	struct custode_dns_counters counters;
 	bool dirty;       /* counters not yet written to custode_dns_counters */
 	unsigned inflight; /* its queries holding a slot */
-	struct run *next;
-};
-
-/* What a token means, cached: only this resolver deletes tokens (net.bpf.c dns_token). */
-struct token {
-	__u32 token;
-	__u64 cgid;
-	struct token *next;
 };
 
 struct conn {
@@ -186,10 +170,17 @@ struct custode_resolver {
 	struct upsock *ups;
 	int *free_ups[CUSTODE_RESOLVER_MAX_UPSTREAMS]; /* idle sockets per server */
 	size_t n_free_ups[CUSTODE_RESOLVER_MAX_UPSTREAMS];
-	struct pin **pins;
-	size_t n_pins;
-	struct run *runs[RUN_BUCKETS];
-	struct token *tokens[TOKEN_BUCKETS];
+	/*
+	 * The tables (util/table.h, growing: as many entries as the maps let
+	 * in): the pins this resolver wrote or adopted, custode_pin_key ->
+	 * expiry (boot ns); the runs it knows, cgroup id -> struct run * (a run
+	 * stays where it is: queries and the dirty list hold it); what a token
+	 * means, cached (only this resolver deletes tokens, net.bpf.c
+	 * dns_token), token -> cgroup id.
+	 */
+	struct custode_table pins;
+	struct custode_table runs;
+	struct custode_table tokens;
 	struct run *dirty[MAX_DIRTY];
 	size_t n_dirty;
 	struct custode_dns_msg *msg; /* scratch: one message parsed at a time */
@@ -224,7 +215,7 @@ uint16_t resolver_rand16(struct custode_resolver *r);
 void resolver_notice(struct custode_resolver *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* runs.c: runs by cgroup id, their names and counters, tokens, decisions, forgetting ended runs */
-struct run **resolver_run_slot(struct custode_resolver *r, __u64 cgid);
+struct run *resolver_run_find(struct custode_resolver *r, __u64 cgid);
 struct run *resolver_run_get(struct custode_resolver *r, __u64 cgid);
 __u64 resolver_token_cgid(struct custode_resolver *r, __u32 token);
 void resolver_counters_flush(struct custode_resolver *r);

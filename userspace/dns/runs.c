@@ -13,13 +13,12 @@
 #include "dns/resolver_int.h"
 #include "dns/wire.h"
 
-struct run **resolver_run_slot(struct custode_resolver *r, __u64 cgid)
+/* The run this resolver knows by that cgroup id (registered or gone), NULL if none. */
+struct run *resolver_run_find(struct custode_resolver *r, __u64 cgid)
 {
-	struct run **p = &r->runs[(cgid ^ (cgid >> 17)) % RUN_BUCKETS];
+	struct run **p = custode_table_find(&r->runs, &cgid);
 
-	while (*p && (*p)->cgid != cgid)
-		p = &(*p)->next;
-	return p;
+	return p ? *p : NULL;
 }
 
 static void names_refresh(struct custode_resolver *r, struct run *run, uint64_t now)
@@ -67,16 +66,16 @@ static void names_refresh(struct custode_resolver *r, struct run *run, uint64_t 
 struct run *resolver_run_get(struct custode_resolver *r, __u64 cgid)
 {
 	struct custode_run info;
-	struct run **p, *run;
+	struct run *run = resolver_run_find(r, cgid);
 	uint64_t now = resolver_now_ms();
 
-	p = resolver_run_slot(r, cgid);
-	run = *p;
 	if (run && !run->gone_since_ms && now - run->info_ms < RUN_REFRESH_MS)
 		return run;
 	if (bpf_map_lookup_elem(r->runs_fd, &cgid, &info) < 0)
 		return NULL;
 	if (!run) {
+		void *slot;
+
 		run = calloc(1, sizeof(*run));
 		if (!run)
 			return NULL;
@@ -84,7 +83,11 @@ struct run *resolver_run_get(struct custode_resolver *r, __u64 cgid)
 		run->info = info;
 		if (bpf_map_lookup_elem(r->counters_fd, &cgid, &run->counters) < 0)
 			memset(&run->counters, 0, sizeof(run->counters));
-		*p = run;
+		if (custode_table_insert(&r->runs, &cgid, &slot) < 0) {
+			free(run);
+			return NULL;
+		}
+		*(struct run **)slot = run;
 	}
 	if (run->info.run_id != info.run_id) { /* cannot happen: cgroup ids are not reused */
 		if (run->names_ok)
@@ -99,43 +102,19 @@ struct run *resolver_run_get(struct custode_resolver *r, __u64 cgid)
 	return run;
 }
 
-static struct token **token_slot(struct custode_resolver *r, __u32 token)
-{
-	struct token **p = &r->tokens[(token ^ (token >> 12)) % TOKEN_BUCKETS];
-
-	while (*p && (*p)->token != token)
-		p = &(*p)->next;
-	return p;
-}
-
 /* The run cgroup a token names, 0 if none. */
 __u64 resolver_token_cgid(struct custode_resolver *r, __u32 token)
 {
-	struct token **p = token_slot(r, token), *t;
-	__u64 cgid = 0;
+	__u64 *known = custode_table_find(&r->tokens, &token), cgid = 0;
+	void *slot;
 
-	if (*p)
-		return (*p)->cgid;
+	if (known)
+		return *known;
 	if (bpf_map_lookup_elem(r->token_run_fd, &token, &cgid) < 0)
 		return 0;
-	t = malloc(sizeof(*t));
-	if (t) {
-		t->token = token;
-		t->cgid = cgid;
-		t->next = NULL;
-		*p = t;
-	}
+	if (custode_table_insert(&r->tokens, &token, &slot) == 1)
+		*(__u64 *)slot = cgid;
 	return cgid;
-}
-
-static void token_forget(struct custode_resolver *r, __u32 token)
-{
-	struct token **p = token_slot(r, token), *t = *p;
-
-	if (t) {
-		*p = t->next;
-		free(t);
-	}
 }
 
 /* Write the counters of the runs that had decisions since the last flush (one writer: no lost counts). */
@@ -214,30 +193,25 @@ void resolver_gc(struct custode_resolver *r, uint64_t now)
 	__u64 key, next;
 	void *prev = NULL;
 	struct custode_run info;
+	struct custode_table_iter it;
 	bool any_gone = false;
+	void *slot;
 
-	for (size_t b = 0; b < RUN_BUCKETS; b++) {
-		struct run **p = &r->runs[b];
+	custode_table_iter_init(&r->runs, &it);
+	while (custode_table_iter_next(&r->runs, &it, NULL, &slot)) {
+		struct run *run = *(struct run **)slot;
 
-		while (*p) {
-			struct run *run = *p;
-
-			if (bpf_map_lookup_elem(r->runs_fd, &run->cgid, &info) == 0) {
-				p = &run->next;
-				continue;
-			}
-			if (!run->gone_since_ms) {
-				run->gone_since_ms = now;
-				any_gone = true;
-			}
-			if (now - run->gone_since_ms < COUNTERS_KEEP_MS) {
-				p = &run->next;
-				continue;
-			}
-			bpf_map_delete_elem(r->counters_fd, &run->cgid);
-			*p = run->next;
-			resolver_run_free(r, run);
+		if (bpf_map_lookup_elem(r->runs_fd, &run->cgid, &info) == 0)
+			continue;
+		if (!run->gone_since_ms) {
+			run->gone_since_ms = now;
+			any_gone = true;
 		}
+		if (now - run->gone_since_ms < COUNTERS_KEEP_MS)
+			continue;
+		bpf_map_delete_elem(r->counters_fd, &run->cgid);
+		custode_table_iter_remove(&r->runs, &it);
+		resolver_run_free(r, run);
 	}
 	if (any_gone)
 		resolver_pins_sweep(r, true); /* the launcher (or gc) deleted their pins from the map */
@@ -262,7 +236,7 @@ void resolver_gc(struct custode_resolver *r, uint64_t now)
 			if (bpf_map_lookup_elem(r->token_run_fd, &tkey, &owner) < 0 ||
 			    bpf_map_lookup_elem(r->runs_fd, &owner, &info) == 0)
 				continue;
-			token_forget(r, tkey);
+			custode_table_delete(&r->tokens, &tkey);
 			if (bpf_map_delete_elem(r->token_run_fd, &tkey) == 0)
 				tprev = NULL;
 		}
@@ -272,16 +246,18 @@ void resolver_gc(struct custode_resolver *r, uint64_t now)
 	while (bpf_map_get_next_key(r->counters_fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
-		if (*resolver_run_slot(r, key) || bpf_map_lookup_elem(r->runs_fd, &key, &info) == 0)
+		if (resolver_run_find(r, key) || bpf_map_lookup_elem(r->runs_fd, &key, &info) == 0)
 			continue;
 		/* first sight: remember it as gone, delete after COUNTERS_KEEP_MS */
 		{
 			struct run *run = calloc(1, sizeof(*run));
-			if (run) {
+
+			if (run && custode_table_insert(&r->runs, &key, &slot) == 1) {
 				run->cgid = key;
 				run->gone_since_ms = now;
-				*resolver_run_slot(r, key) = run;
-			}
+				*(struct run **)slot = run;
+			} else
+				free(run);
 		}
 	}
 }

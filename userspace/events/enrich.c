@@ -20,6 +20,12 @@
 #include "state/runstate.h"
 #include "util/fsutil.h"
 
+/*
+ * Direct-mapped caches, not tables (util/table.h): one slot per hash, a new
+ * key overwrites whatever held it, and a miss costs only a re-read (the
+ * run's state file, /proc/TGID/exe). Memory stays fixed and nothing is ever
+ * refused or deleted: a table's grow or refuse-when-full is not wanted here.
+ */
 #define POLICY_SLOTS 1024
 #define EXE_SLOTS 256
 #define NEGATIVE_SECONDS 5
