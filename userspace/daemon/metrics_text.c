@@ -45,21 +45,11 @@ void service_percpu_sum(int fd, size_t size, void *out)
 	free(per);
 }
 
-char *custode_service_metrics(struct custode_service *v)
+/* The daemon, the runs and their denials (live, and retired with their runs), the bundles. */
+static void metrics_runs(struct custode_service *v, struct custode_prom *p)
 {
-	struct custode_prom *p = custode_prom_new();
-	struct custode_stream_stats ss;
-	struct custode_control_stats cs;
-	struct custode_stats es = {0};
-	struct custode_event_stats xs = {0};
-	struct custode_dns_counters dns = v->dns_retired;
 	struct bundle_ctx bc = {p};
-	size_t clients, followers;
-	int ncpu = libbpf_num_possible_cpus();
-	char *text;
 
-	if (!p)
-		return NULL;
 	custode_prom_family(p, "custode_daemon_start_time_seconds", "gauge", "When this daemon started (unix seconds).");
 	custode_prom_add(p, "custode_daemon_start_time_seconds", (double)v->o.started, NULL);
 	custode_prom_family(p, "custode_runs_active", "gauge", "Registered runs, by kind (launched: custode run; attached: custode attach).");
@@ -89,7 +79,13 @@ char *custode_service_metrics(struct custode_service *v)
 	custode_prom_family(p, "custode_policy_bundle_not_after_seconds", "gauge",
 			    "notAfter of that bundle (unix seconds): alert well before it passes.");
 	custode_metrics_each_bundle(bundle_metric, &bc);
-	/* the resolver */
+}
+
+/* The resolver's counts: those of live runs, plus those retired with their runs. */
+static void metrics_resolver(struct custode_service *v, struct custode_prom *p)
+{
+	struct custode_dns_counters dns = v->dns_retired;
+
 	for (size_t i = 0; v->dns && i < TABLE_SLOTS; i++) {
 		if (!v->dns[i].used)
 			continue;
@@ -114,7 +110,15 @@ char *custode_service_metrics(struct custode_service *v)
 		if (name)
 			custode_prom_add(p, "custode_resolver_refusals_total", (double)dns.denials[k], "reason", name, NULL);
 	}
-	/* the engine's records */
+}
+
+/* The engine's records: written, lost to a full ring buffer (per CPU), suppressed by throttling. */
+static void metrics_engine(struct custode_service *v, struct custode_prom *p)
+{
+	struct custode_stats es = {0};
+	struct custode_event_stats xs = {0};
+	int ncpu = libbpf_num_possible_cpus();
+
 	service_percpu_sum(v->stats_fd, sizeof(es), &es);
 	service_percpu_sum(v->estats_fd, sizeof(xs), &xs);
 	custode_prom_family(p, "custode_events_total", "counter", "Records the engine wrote to its ring buffer (since it loaded).");
@@ -139,7 +143,15 @@ char *custode_service_metrics(struct custode_service *v)
 	custode_prom_add(p, "custode_events_suppressed_total", (double)xs.suppressed, NULL);
 	custode_prom_family(p, "custode_events_throttle_records_total", "counter", "Throttle records the engine wrote.");
 	custode_prom_add(p, "custode_events_throttle_records_total", (double)xs.throttle_records, NULL);
-	/* the stream */
+}
+
+/* The stream and its readers (the control server's clients). */
+static void metrics_stream(struct custode_service *v, struct custode_prom *p)
+{
+	struct custode_stream_stats ss;
+	struct custode_control_stats cs;
+	size_t clients, followers;
+
 	custode_stream_stats(v->stream, &ss);
 	custode_control_counts(&clients, &followers);
 	custode_prom_family(p, "custode_stream_records_total", "counter", "Decision records this daemon published.");
@@ -166,7 +178,11 @@ char *custode_service_metrics(struct custode_service *v)
 	custode_prom_add(p, "custode_stream_followers", (double)followers, NULL);
 	custode_prom_family(p, "custode_runs_reaped_total", "counter", "Runs this daemon reaped because their cgroup was gone.");
 	custode_prom_add(p, "custode_runs_reaped_total", (double)v->reaped, NULL);
-	/* map fill levels */
+}
+
+/* The engine's maps' fill levels, as last counted. */
+static void metrics_maps(struct custode_service *v, struct custode_prom *p)
+{
 	custode_prom_family(p, "custode_map_entries", "gauge", "Entries in each hash or trie map of the engine (counted every 30 s and at attach/detach).");
 	custode_prom_family(p, "custode_map_capacity", "gauge", "max_entries of each map of the engine.");
 	for (size_t i = 0; i < v->n_maps; i++) {
@@ -175,6 +191,20 @@ char *custode_service_metrics(struct custode_service *v)
 		if (v->maps[i].max_entries)
 			custode_prom_add(p, "custode_map_capacity", (double)v->maps[i].max_entries, "map", v->maps[i].name, NULL);
 	}
+}
+
+char *custode_service_metrics(struct custode_service *v)
+{
+	struct custode_prom *p = custode_prom_new();
+	char *text;
+
+	if (!p)
+		return NULL;
+	metrics_runs(v, p);
+	metrics_resolver(v, p);
+	metrics_engine(v, p);
+	metrics_stream(v, p);
+	metrics_maps(v, p);
 	text = custode_prom_render(p);
 	custode_prom_free(p);
 	return text;
