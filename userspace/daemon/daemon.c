@@ -210,7 +210,7 @@ struct daemon {
 	struct daemon_opts o;
 	struct logger lg;
 	struct custode_engine engine;
-	struct custode_trust *src_trust; /* the daemon's own trust: `attach --policy NAME`, re-verifying attached runs */
+	struct custode_trust *src_trust; /* the daemon's own: `attach --policy NAME`, re-verifying attached runs */
 	int lock, sfd;
 	const char *control_path;
 	volatile sig_atomic_t stop; /* SIGINT or SIGTERM came */
@@ -398,7 +398,8 @@ static int daemon_start_resolver(struct daemon *d, struct custode_refusal *why)
 	rt->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (rt->done_fd < 0 || custode_loop_add(rt->done_fd, EPOLLIN, resolver_done, rt) < 0 ||
 	    pthread_create(&rt->thread, NULL, resolver_thread, rt) != 0)
-		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "resolver thread: %s", strerror(errno));
+		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "resolver thread: %s",
+				      strerror(errno));
 	rt->started = true;
 	for (size_t i = 0; i < cfg->n_upstream; i++) {
 		strncat(up, i ? ", " : "", sizeof(up) - strlen(up) - 1);
@@ -470,7 +471,8 @@ int custode_cmd_daemon(int argc, char **argv)
 	struct custode_refusal why = {0};
 	int code;
 
-	if (custode_daemon_parse_options(argc, argv, &d.o, &code) || (code = custode_daemon_check_options(argc, argv, &d.o)))
+	if (custode_daemon_parse_options(argc, argv, &d.o, &code) ||
+	    (code = custode_daemon_check_options(argc, argv, &d.o)))
 		return code;
 	d.lg.verbose = d.o.verbose;
 	setvbuf(stderr, NULL, _IOLBF, 0);

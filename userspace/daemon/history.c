@@ -86,7 +86,8 @@ void stream_publish(struct custode_stream *s, json_t *ev)
 	}
 }
 
-size_t custode_stream_replay(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx)
+size_t custode_stream_replay(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take,
+			     void *ctx)
 {
 	size_t n = 0;
 
@@ -159,7 +160,8 @@ void custode_stream_cursor_close(struct custode_stream *s, int h)
 		s->cur[h].used = false;
 }
 
-int custode_stream_follow(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx)
+int custode_stream_follow(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take,
+			  void *ctx)
 {
 	for (int i = 0; i < MAX_FOLLOWERS; i++) {
 		if (s->fol[i].used)

@@ -182,7 +182,8 @@ static int parse_resolver_opt(struct daemon_opts *o, int c, const char *arg)
 			fprintf(stderr, "custode: daemon: at most %d --upstream\n", CUSTODE_RESOLVER_MAX_UPSTREAMS);
 			return EXIT_USAGE;
 		}
-		if (custode_daemon_parse_upstream(arg, &cfg->upstream[cfg->n_upstream], &cfg->upstream_len[cfg->n_upstream]) < 0) {
+		if (custode_daemon_parse_upstream(arg, &cfg->upstream[cfg->n_upstream],
+						  &cfg->upstream_len[cfg->n_upstream]) < 0) {
 			fprintf(stderr, "custode: daemon: --upstream %s: expected ADDR[:PORT] or [IPV6]:PORT\n", arg);
 			return EXIT_USAGE;
 		}
@@ -270,7 +271,8 @@ static int parse_stream_opt(struct daemon_opts *o, int c, const char *arg)
 		unsigned burst, secs;
 		char extra;
 
-		if (sscanf(arg, "%u/%u%c", &burst, &secs, &extra) != 2 || !burst || !secs || secs > 3600 || burst > 1000000) {
+		if (sscanf(arg, "%u/%u%c", &burst, &secs, &extra) != 2 || !burst || !secs || secs > 3600 ||
+		    burst > 1000000) {
 			fprintf(stderr, "custode: daemon: --throttle: BURST/SECONDS, e.g. 100/10\n");
 			return EXIT_USAGE;
 		}

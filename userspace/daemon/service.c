@@ -143,8 +143,10 @@ void custode_service_free(struct custode_service *v)
 	if (!v)
 		return;
 	{
-		int fds[] = {v->stats_fd, v->estats_fd, v->dnsc_fd, v->http_fd}; /* http_fd: a start that failed after listening */
-		for (size_t i = 0; i < 4; i++)
+		/* http_fd: still open after a start that failed once it listened */
+		int fds[] = {v->stats_fd, v->estats_fd, v->dnsc_fd, v->http_fd};
+
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
 	}
@@ -153,4 +155,3 @@ void custode_service_free(struct custode_service *v)
 	free(v->ret);
 	free(v);
 }
-

@@ -145,7 +145,10 @@ static void stream_free(struct custode_stream *s)
 	free(s);
 }
 
-/* The engine's maps and its throttling: our own fds (the engine handle may be reopened without touching the consumer). */
+/*
+ * The engine's maps and its throttling: our own fds (the engine handle may
+ * be reopened, for new classes, without touching the consumer).
+ */
 static int stream_open_maps(struct custode_stream *s, struct custode_refusal *why)
 {
 	struct custode_event_cfg cfg = {0};

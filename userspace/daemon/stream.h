@@ -71,7 +71,8 @@ void custode_stream_close(struct custode_stream *s);
 typedef bool (*custode_stream_take_fn)(void *ctx, const char *line, size_t len);
 
 /* Replay the history through take (oldest first); returns how many matched. */
-size_t custode_stream_replay(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx);
+size_t custode_stream_replay(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take,
+			     void *ctx);
 /*
  * A replay that resumes: a reader that can't take the whole history at once
  * (a client's queue is full) goes on where it stopped, and the history
@@ -89,7 +90,8 @@ bool custode_stream_cursor_next(struct custode_stream *s, int h, custode_stream_
 uint64_t custode_stream_cursor_lost(struct custode_stream *s, int h);
 void custode_stream_cursor_close(struct custode_stream *s, int h);
 /* Follow new records; returns a handle for unfollow, or -ENOSPC. */
-int custode_stream_follow(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx);
+int custode_stream_follow(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take,
+			  void *ctx);
 void custode_stream_unfollow(struct custode_stream *s, int handle);
 
 /* A registered run (the daemon's snapshots): remembered for summaries written after it ended. */
