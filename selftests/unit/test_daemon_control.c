@@ -34,9 +34,9 @@
 #include "daemon/stream.h"
 #include "util/reasons.h"
 
-/* From test_daemon_stream.c (which holds stream.c in this binary): a history to replay. */
-void custode_test_stream_history(size_t n);
-void custode_test_stream_publish(unsigned seq, const char *reason, size_t size);
+/* From test_daemon_stream.c (the same binary): a stream (without the engine) with a history to replay. */
+struct custode_stream *custode_test_stream_history(size_t n);
+void custode_test_stream_publish(struct custode_stream *s, unsigned seq, const char *reason, size_t size);
 
 /* ---- framing ---- */
 
@@ -136,6 +136,9 @@ Test(control_line, error_answer)
 /* ---- the server, in-process ---- */
 
 static volatile sig_atomic_t stop_loop;
+/* The stream "events" replays and follows: a test's, or an empty one server_start makes (and server_stop frees). */
+static struct custode_stream *stream;
+static bool stream_ours;
 static pthread_t loop_thread;
 static char sdir[64], spath[128];
 static atomic_int handled;
@@ -189,7 +192,11 @@ static void server_start(void)
 	snprintf(spath, sizeof(spath), "%s/control.sock", sdir);
 	signal(SIGPIPE, SIG_IGN); /* as the daemon does */
 	cr_assert_eq(custode_loop_init(), 0);
-	cr_assert_eq(custode_control_listen(spath, handler, NULL, &why), 0, "%s", why.detail);
+	if (!stream) {
+		stream = custode_test_stream_history(0);
+		stream_ours = true;
+	}
+	cr_assert_eq(custode_control_listen(spath, stream, handler, NULL, &why), 0, "%s", why.detail);
 	cr_assert_geq(custode_loop_timer(5, wake, NULL), 0);
 	stop_loop = 0;
 	cr_assert_eq(pthread_create(&loop_thread, NULL, loop_main, NULL), 0);
@@ -215,6 +222,11 @@ static void server_stop(void)
 	custode_control_shutdown();
 	custode_loop_fini();
 	rmdir(sdir);
+	if (stream_ours) {
+		custode_stream_close(stream);
+		stream = NULL;
+		stream_ours = false;
+	}
 }
 
 static void need_root(void)
@@ -917,9 +929,9 @@ Test(control_server, events_replay_goes_as_the_client_reads)
 	json_t *o;
 
 	need_root();
-	custode_test_stream_history(2000);
+	stream = custode_test_stream_history(2000);
 	for (unsigned i = 0; i < 2000; i++)
-		custode_test_stream_publish(i, NULL, 2000);
+		custode_test_stream_publish(stream, i, NULL, 2000);
 	server_start();
 	r->fd = conn();
 	send_str(r->fd, "{\"cmd\":\"events\",\"id\":5}\n");
@@ -927,7 +939,7 @@ Test(control_server, events_replay_goes_as_the_client_reads)
 	/* the history turns over before the client reads */
 	server_pause();
 	for (unsigned i = 2000; i < 4000; i++)
-		custode_test_stream_publish(i, NULL, 2000);
+		custode_test_stream_publish(stream, i, NULL, 2000);
 	server_resume();
 	o = read_events(r, &events, &last, &lost, &in_order);
 	cr_expect(json_is_true(json_object_get(o, "end")));
@@ -942,7 +954,7 @@ Test(control_server, events_replay_goes_as_the_client_reads)
 	close(r->fd);
 	free(r);
 	server_stop();
-	custode_stream_close();
+	custode_stream_close(stream);
 }
 
 Test(control_server, events_replay_and_follow)
@@ -1002,7 +1014,7 @@ Test(control_server, follower_that_never_reads_is_bounded_and_never_blocks)
 	bool in_order = true;
 
 	need_root();
-	custode_test_stream_history(16);
+	stream = custode_test_stream_history(16);
 	server_start();
 	r->fd = conn();
 	send_str(r->fd, "{\"cmd\":\"events\",\"follow\":true}\n");
@@ -1010,7 +1022,7 @@ Test(control_server, follower_that_never_reads_is_bounded_and_never_blocks)
 	alarm(60); /* publishing that waits for the follower would hang here */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned i = 0; i < 6000; i++) /* 12 MB */
-		custode_test_stream_publish(i, NULL, 2000);
+		custode_test_stream_publish(stream, i, NULL, 2000);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	cr_expect_lt((double)(t1.tv_sec - t0.tv_sec), 20.0);
 	custode_control_stats(&st);
@@ -1037,7 +1049,7 @@ Test(control_server, follower_that_never_reads_is_bounded_and_never_blocks)
 	}
 	/* the next record brings the count of what it lost, first */
 	server_pause();
-	custode_test_stream_publish(6000, NULL, 100);
+	custode_test_stream_publish(stream, 6000, NULL, 100);
 	server_resume();
 	for (;;) {
 		json_t *o = answer(r), *ev = json_object_get(o, "event");
@@ -1065,7 +1077,7 @@ Test(control_server, follower_that_never_reads_is_bounded_and_never_blocks)
 	close(r->fd);
 	free(r);
 	server_stop();
-	custode_stream_close();
+	custode_stream_close(stream);
 }
 
 Test(control_server, too_many_clients)

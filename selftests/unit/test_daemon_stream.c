@@ -2,9 +2,9 @@
 /*
  * The daemon's denial stream (userspace/daemon/stream.c and its parts
  * sink.c, history.c, inject.c, throttle.c) without the engine:
- * custode_stream_open needs the pinned BPF maps, so this file includes
- * those files and drives their publishing and sinks directly (their
- * symbols come from here in the unit-test binary). The rotating events
+ * custode_stream_open needs the pinned BPF maps, so this file builds the
+ * stream with custode_stream_new and drives its publishing and sinks
+ * directly, through the functions and fields of daemon/stream_impl.h. The rotating events
  * file (rotation before a line would pass the limit, FILE.1 .. FILE.N, no
  * line split across files, appending to an existing file, no torn line
  * after a short write, reopened after logrotate, stale FILE.N removed), the
@@ -12,23 +12,34 @@
  * counted per line, nothing is lost or torn that was not counted), the
  * history (and cursors that resume a replay) and followers with their
  * filters, and the reconciliation of kernel throttle records (the kernel's
- * throttle map faked: throttle.c's map reads go through stream_maps, pointed at the fake here).
+ * throttle map faked: the stream reads the engine's maps through the map
+ * operations of its options, the fake's here).
  */
-#include "daemon/stream.c"
-#include "daemon/sink.c"
-#include "daemon/history.c"
-#include "daemon/inject.c"
-#include "daemon/throttle.c"
-
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <bpf/bpf.h>
 #include <criterion/criterion.h>
 
+#include "daemon/loop.h"
+#include "daemon/stream_impl.h"
 #include "util/fsutil.h"
+#include "util/time.h"
 
 static char tdir[64], tfile[128];
+static struct custode_stream *strm; /* the stream under test: setup makes it, custode_stream_close frees it */
+static const struct custode_stream_map_ops fake_maps;
 
 static void tmpdir(void)
 {
@@ -45,20 +56,20 @@ static void rm_tmpdir(void)
 /* What custode_stream_open sets up, minus the engine: sinks, history, reconciliation tables. */
 static void setup(const char *file, uint64_t max_bytes, unsigned keep, size_t history)
 {
+	struct custode_stream_opts o = {
+		.stdout_format = "none",
+		.file = file,
+		.file_max_bytes = max_bytes,
+		.file_keep = keep,
+		.history = history,
+		.maps = &fake_maps, /* the fake for its map, libbpf's for any other */
+	};
+
 	signal(SIGPIPE, SIG_IGN); /* as the daemon does */
-	S.o.stdout_format = "none";
-	S.o.file = file;
-	S.o.file_max_bytes = max_bytes;
-	S.o.file_keep = keep;
-	S.o.history = history;
-	S.out_none = true;
-	S.out.fd = -1;
-	S.hist = history ? calloc(history, sizeof(*S.hist)) : NULL;
-	S.rec = calloc(RECONCILE_SLOTS, sizeof(*S.rec));
-	S.known = calloc(KNOWN_SLOTS, sizeof(*S.known));
-	cr_assert(S.rec && S.known && (!history || S.hist));
+	cr_assert_eq(custode_stream_new(&o, &strm), 0);
+	cr_assert(strm->out_none && strm->out.fd == -1 && strm->rec && strm->known && (!history || strm->hist));
 	if (file)
-		cr_assert_eq(stream_file_open(), 0);
+		cr_assert_eq(stream_file_open(strm), 0);
 }
 
 /* A decision record of about `size` bytes as a JSON line. */
@@ -89,7 +100,7 @@ static void pub(unsigned seq, size_t size)
 {
 	json_t *o = rec(seq, NULL, NULL, size);
 
-	stream_publish(o);
+	stream_publish(strm, o);
 	json_decref(o);
 }
 
@@ -136,8 +147,8 @@ Test(stream_file, rotates_before_a_line_would_pass_the_limit)
 		pub(i, 230);
 		cr_expect_leq(size_of(tfile), 1000, "after line %u", i);
 	}
-	cr_expect_eq(S.st.file_rotations, 4);
-	cr_expect_eq(S.st.sink_dropped[1], 0);
+	cr_expect_eq(strm->st.file_rotations, 4);
+	cr_expect_eq(strm->st.sink_dropped[1], 0);
 	/* FILE.3 (oldest) .. FILE.1, FILE: 4 lines each, in order, none split; FILE.4 never made */
 	for (int k = 3; k >= 0; k--) {
 		int n;
@@ -154,7 +165,7 @@ Test(stream_file, rotates_before_a_line_would_pass_the_limit)
 	}
 	snprintf(path, sizeof(path), "%s.4", tfile);
 	cr_expect_eq(size_of(path), -1, "only file_keep rotated files are kept");
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -167,12 +178,12 @@ Test(stream_file, exact_fit_does_not_rotate)
 	pub(0, 500);
 	pub(1, 500); /* exactly 1000 bytes: still one file */
 	cr_expect_eq(size_of(tfile), 1000);
-	cr_expect_eq(S.st.file_rotations, 0);
+	cr_expect_eq(strm->st.file_rotations, 0);
 	pub(2, 1);
-	cr_expect_eq(S.st.file_rotations, 1);
+	cr_expect_eq(strm->st.file_rotations, 1);
 	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
 	cr_expect_eq(seqs[0], 2);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -197,7 +208,7 @@ Test(stream_file, a_line_longer_than_the_limit_is_kept_whole)
 	snprintf(path, sizeof(path), "%s.2", tfile);
 	cr_expect_eq(seqs_of(path, seqs, 8), 1);
 	cr_expect_eq(seqs[0], 0);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -210,12 +221,12 @@ Test(stream_file, keep_zero_removes)
 	setup(tfile, 300, 0, 0);
 	pub(0, 200);
 	pub(1, 200);
-	cr_expect_eq(S.st.file_rotations, 1);
+	cr_expect_eq(strm->st.file_rotations, 1);
 	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
 	cr_expect_eq(seqs[0], 1);
 	snprintf(path, sizeof(path), "%s.1", tfile);
 	cr_expect_eq(size_of(path), -1);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -234,11 +245,11 @@ Test(stream_file, appends_to_an_existing_file_and_counts_it)
 	pub(0, 200);
 	cr_expect_eq(size_of(tfile), 380, "appended");
 	pub(1, 200); /* 380 + 200 > 400 */
-	cr_expect_eq(S.st.file_rotations, 1);
+	cr_expect_eq(strm->st.file_rotations, 1);
 	snprintf(path, sizeof(path), "%s.1", tfile);
 	cr_expect_eq(seqs_of(path, seqs, 8), 10, "the earlier lines and ours, together");
 	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -251,20 +262,20 @@ Test(stream_file, mode_and_unwritable_path)
 	tmpdir();
 	snprintf(sub, sizeof(sub), "%s/later/events.jsonl", tdir);
 	setup(NULL, 1000, 2, 0);
-	S.o.file = sub;
+	strm->o.file = sub;
 	pub(0, 100);
 	pub(1, 100);
-	cr_expect_eq(S.st.sink_dropped[1], 2, "lines the file could not take are counted");
+	cr_expect_eq(strm->st.sink_dropped[1], 2, "lines the file could not take are counted");
 	snprintf(sub, sizeof(sub), "%s/later", tdir);
 	cr_assert_eq(mkdir(sub, 0700), 0);
 	snprintf(sub, sizeof(sub), "%s/later/events.jsonl", tdir);
 	pub(2, 100);
-	cr_expect_eq(S.st.sink_dropped[1], 2, "the file is opened again when it can be");
+	cr_expect_eq(strm->st.sink_dropped[1], 2, "the file is opened again when it can be");
 	cr_expect_eq(seqs_of(sub, seqs, 8), 1);
 	cr_expect_eq(seqs[0], 2);
 	cr_assert_eq(stat(sub, &st), 0);
 	cr_expect_eq(st.st_mode & 0777, 0600, "denial records are not for everyone");
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -302,19 +313,19 @@ Test(stream_file, short_write_leaves_no_torn_line)
 	lim.rlim_cur = 1000;
 	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
 	pub(3, 300); /* 100 bytes fit, then EFBIG */
-	cr_expect_eq(S.st.sink_dropped[1], 1, "the line that did not fit is counted");
+	cr_expect_eq(strm->st.sink_dropped[1], 1, "the line that did not fit is counted");
 	cr_expect_eq(size_of(tfile), 900, "and nothing of it stays in the file");
 	pub(4, 300); /* does not fit at all: nothing written */
-	cr_expect_eq(S.st.sink_dropped[1], 2);
+	cr_expect_eq(strm->st.sink_dropped[1], 2);
 	cr_expect_eq(size_of(tfile), 900);
 	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
 	pub(5, 300);
-	cr_expect_eq(S.st.sink_dropped[1], 2);
-	cr_expect_eq(S.file_size, 1200, "the size kept is the file's");
+	cr_expect_eq(strm->st.sink_dropped[1], 2);
+	cr_expect_eq(strm->file_size, 1200, "the size kept is the file's");
 	cr_expect_eq(seqs_of(tfile, seqs, 16), 4, "whole lines only");
 	cr_expect(seqs[0] == 0 && seqs[1] == 1 && seqs[2] == 2 && seqs[3] == 5, "%d %d %d %d", seqs[0], seqs[1], seqs[2],
 		  seqs[3]);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -345,7 +356,7 @@ Test(stream_file, file_ending_inside_a_line_is_ended_first)
 	cr_expect_eq(json_integer_value(json_object_get(o, "seq")), 7, "our record is a line of its own: %s", last);
 	json_decref(o);
 	free(text);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -366,13 +377,13 @@ Test(stream_file, renamed_or_removed_file_reopened_by_the_tick)
 	snprintf(moved, sizeof(moved), "%s.rotated", tfile);
 	setup(tfile, 1u << 20, 2, 0);
 	pub(0, 200);
-	tick(NULL);
-	cr_expect_eq(S.st.file_reopens, 0, "nothing happened to the file");
+	stream_tick(strm);
+	cr_expect_eq(strm->st.file_reopens, 0, "nothing happened to the file");
 	/* logrotate's create mode: rename, then the writer should open the name again */
 	cr_assert_eq(rename(tfile, moved), 0);
 	pub(1, 200); /* before the tick: still into the renamed file, lost to nobody */
-	tick(NULL);
-	cr_expect_eq(S.st.file_reopens, 1);
+	stream_tick(strm);
+	cr_expect_eq(strm->st.file_reopens, 1);
 	pub(2, 200);
 	cr_expect_eq(seqs_of(moved, seqs, 8), 2);
 	cr_expect_eq(seqs[1], 1);
@@ -380,24 +391,24 @@ Test(stream_file, renamed_or_removed_file_reopened_by_the_tick)
 	cr_expect_eq(seqs[0], 2);
 	cr_assert_eq(stat(tfile, &st), 0);
 	cr_expect_eq(st.st_mode & 0777, 0600, "with the same mode");
-	cr_expect_eq(S.file_size, (uint64_t)st.st_size, "its size counted from the new file");
+	cr_expect_eq(strm->file_size, (uint64_t)st.st_size, "its size counted from the new file");
 	/* removed */
 	cr_assert_eq(unlink(tfile), 0);
-	tick(NULL);
-	cr_expect_eq(S.st.file_reopens, 2);
+	stream_tick(strm);
+	cr_expect_eq(strm->st.file_reopens, 2);
 	pub(3, 200);
 	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
 	cr_expect_eq(seqs[0], 3);
 	/* copytruncate: the same file, emptied; the next line starts it (no hole), and the size follows */
 	cr_assert_eq(truncate(tfile, 0), 0);
-	tick(NULL);
-	cr_expect_eq(S.st.file_reopens, 2, "the same file: not reopened");
-	cr_expect_eq(S.file_size, 0);
+	stream_tick(strm);
+	cr_expect_eq(strm->st.file_reopens, 2, "the same file: not reopened");
+	cr_expect_eq(strm->file_size, 0);
 	pub(4, 200);
 	cr_expect_eq(size_of(tfile), 200, "no hole of zeros before it");
 	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
 	cr_expect_eq(seqs[0], 4);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -423,7 +434,7 @@ Test(stream_file, lowered_keep_removes_rotated_files_past_it)
 	setup(tfile, 300, 2, 0);
 	pub(0, 200);
 	pub(1, 200);
-	cr_expect_eq(S.st.file_rotations, 1);
+	cr_expect_eq(strm->st.file_rotations, 1);
 	for (int k = 1; k <= 6; k++) {
 		snprintf(path, sizeof(path), "%s.%d", tfile, k);
 		if (k <= 2)
@@ -433,7 +444,7 @@ Test(stream_file, lowered_keep_removes_rotated_files_past_it)
 	}
 	snprintf(path, sizeof(path), "%s.9", tfile);
 	cr_expect_geq(size_of(path), 0);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -449,11 +460,11 @@ Test(stream_file, keep_zero_removes_every_rotated_file)
 	setup(tfile, 300, 0, 0);
 	pub(0, 200);
 	pub(1, 200);
-	cr_expect_eq(S.st.file_rotations, 1);
+	cr_expect_eq(strm->st.file_rotations, 1);
 	cr_expect_eq(size_of(path), -1);
 	snprintf(path, sizeof(path), "%s.1", tfile);
 	cr_expect_eq(size_of(path), -1);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -466,9 +477,9 @@ static int pipe_sink(int *rfd)
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	cr_assert_eq(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
 	cr_assert_eq(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
-	S.out_none = false;
-	S.out.fd = p[1];
-	S.out.pollable = true;
+	strm->out_none = false;
+	strm->out.fd = p[1];
+	strm->out.pollable = true;
 	*rfd = p[0];
 	return p[1];
 }
@@ -477,8 +488,8 @@ static size_t queued_lines(void)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < S.out.len; i++)
-		n += S.out.buf[i] == '\n';
+	for (size_t i = 0; i < strm->out.len; i++)
+		n += strm->out.buf[i] == '\n';
 	return n;
 }
 
@@ -504,17 +515,17 @@ Test(stream_stdout, full_pipe_never_blocks_and_counts_losses)
 	alarm(60); /* a sink that blocks would hang here: fail instead */
 	t0 = now_s();
 	/* nobody reads: the pipe fills, then the queue, then lines are lost */
-	while (!S.out.dropped && seq < 20000)
+	while (!strm->out.dropped && seq < 20000)
 		pub((unsigned)seq++, 1000);
-	cr_assert_gt(S.out.dropped, 0, "the 4 MiB queue ends somewhere");
-	cr_expect(S.out.watching, "the loop waits for the pipe to drain");
+	cr_assert_gt(strm->out.dropped, 0, "the 4 MiB queue ends somewhere");
+	cr_expect(strm->out.watching, "the loop waits for the pipe to drain");
 	for (int i = 0; i < 10; i++)
 		pub((unsigned)seq++, 1000);
-	cr_expect_eq(S.out.dropped, 11, "each line that did not fit is one loss");
-	cr_expect_leq(S.out.len, SINK_QUEUE_MAX);
+	cr_expect_eq(strm->out.dropped, 11, "each line that did not fit is one loss");
+	cr_expect_leq(strm->out.len, SINK_QUEUE_MAX);
 	cr_expect_lt(now_s() - t0, 30.0, "publishing did not wait for the reader");
 	published = (unsigned)seq;
-	dropped = (unsigned)S.out.dropped;
+	dropped = (unsigned)strm->out.dropped;
 
 	/* the reader comes back: everything queued arrives, whole and in order */
 	all = malloc(cap);
@@ -526,9 +537,9 @@ Test(stream_stdout, full_pipe_never_blocks_and_counts_losses)
 			len += (size_t)n;
 			continue;
 		}
-		if (!S.out.len)
+		if (!strm->out.len)
 			break;
-		outq_event(&S.out, EPOLLOUT);
+		stream_outq_event(&strm->out, EPOLLOUT);
 	}
 	all[len] = 0;
 	cr_expect(len && all[len - 1] == '\n', "no torn line at the end");
@@ -544,10 +555,10 @@ Test(stream_stdout, full_pipe_never_blocks_and_counts_losses)
 		json_decref(o);
 	}
 	cr_expect_eq((unsigned)got + dropped, published, "delivered + counted losses = published");
-	cr_expect_not(S.out.watching, "nothing queued: nothing to wait for");
+	cr_expect_not(strm->out.watching, "nothing queued: nothing to wait for");
 	free(all);
 	close(rfd);
-	custode_stream_close();
+	custode_stream_close(strm);
 	custode_loop_fini();
 }
 
@@ -565,22 +576,22 @@ Test(stream_stdout, reader_gone_counts_every_queued_line)
 	cr_assert_eq(custode_loop_init(), 0);
 	setup(NULL, 0, 0, 0);
 	pipe_sink(&rfd);
-	while (!S.out.len)
+	while (!strm->out.len)
 		pub((unsigned)seq++, 700);
 	for (int i = 0; i < 4; i++)
 		pub((unsigned)seq++, 700);
 	queued = queued_lines();
 	cr_assert_geq(queued, 5);
-	cr_assert_eq(S.out.dropped, 0);
+	cr_assert_eq(strm->out.dropped, 0);
 	close(rfd); /* the reader leaves (SIGPIPE is ignored, as in the daemon) */
 	pub((unsigned)seq++, 700);
-	cr_expect(S.out.gone);
-	cr_expect_eq(S.out.len, 0);
-	cr_expect_eq(S.out.dropped, queued + 1, "%zu queued + 1 new line lost, counted %llu", queued,
-		     (unsigned long long)S.out.dropped);
+	cr_expect(strm->out.gone);
+	cr_expect_eq(strm->out.len, 0);
+	cr_expect_eq(strm->out.dropped, queued + 1, "%zu queued + 1 new line lost, counted %llu", queued,
+		     (unsigned long long)strm->out.dropped);
 	pub((unsigned)seq++, 700);
-	cr_expect_eq(S.out.dropped, queued + 2, "and each line after");
-	custode_stream_close();
+	cr_expect_eq(strm->out.dropped, queued + 2, "and each line after");
+	custode_stream_close(strm);
 	custode_loop_fini();
 }
 
@@ -592,30 +603,30 @@ Test(stream_stdout, hangup_event_counts_every_queued_line)
 	cr_assert_eq(custode_loop_init(), 0);
 	setup(NULL, 0, 0, 0);
 	pipe_sink(&rfd);
-	while (!S.out.len)
+	while (!strm->out.len)
 		pub((unsigned)seq++, 700);
 	for (int i = 0; i < 3; i++)
 		pub((unsigned)seq++, 700);
 	queued = queued_lines();
 	close(rfd);
-	outq_event(&S.out, EPOLLERR | EPOLLOUT); /* what epoll says for a pipe whose reader left */
-	cr_expect(S.out.gone);
-	cr_expect_not(S.out.watching);
-	cr_expect_eq(S.out.dropped, queued);
-	custode_stream_close();
+	stream_outq_event(&strm->out, EPOLLERR | EPOLLOUT); /* what epoll says for a pipe whose reader left */
+	cr_expect(strm->out.gone);
+	cr_expect_not(strm->out.watching);
+	cr_expect_eq(strm->out.dropped, queued);
+	custode_stream_close(strm);
 	custode_loop_fini();
 }
 
 Test(stream_stdout, absent_sink_counts_and_never_blocks)
 {
 	setup(NULL, 0, 0, 4);
-	S.out_none = false;
-	S.out.gone = true;
+	strm->out_none = false;
+	strm->out.gone = true;
 	for (unsigned i = 0; i < 5; i++)
 		pub(i, 100);
-	cr_expect_eq(S.out.dropped, 5);
-	cr_expect_eq(S.hist_n, 4, "the history keeps records whatever the sinks do");
-	custode_stream_close();
+	cr_expect_eq(strm->out.dropped, 5);
+	cr_expect_eq(strm->hist_n, 4, "the history keeps records whatever the sinks do");
+	custode_stream_close(strm);
 }
 
 Test(stream_stdout, stdout_pipe_reopened_nonblocking_callers_fd_untouched)
@@ -623,28 +634,30 @@ Test(stream_stdout, stdout_pipe_reopened_nonblocking_callers_fd_untouched)
 	int p[2], saved = dup(1), fl1;
 
 	cr_assert_geq(saved, 0);
+	setup(NULL, 0, 0, 0);
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	cr_assert_eq(dup2(p[1], 1), 1);
-	stream_stdout_open();
+	stream_stdout_open(strm);
 	fl1 = fcntl(1, F_GETFL);
-	cr_expect(S.out.pollable);
-	cr_expect_neq(S.out.fd, 1, "a file description of its own");
-	cr_expect(fcntl(S.out.fd, F_GETFL) & O_NONBLOCK, "written without blocking");
+	cr_expect(strm->out.pollable);
+	cr_expect_neq(strm->out.fd, 1, "a file description of its own");
+	cr_expect(fcntl(strm->out.fd, F_GETFL) & O_NONBLOCK, "written without blocking");
 	cr_expect_not(fl1 & O_NONBLOCK, "the caller's stdout stays blocking");
 	/* and it is the same pipe */
-	cr_assert_eq(write(S.out.fd, "x\n", 2), 2);
+	cr_assert_eq(write(strm->out.fd, "x\n", 2), 2);
 	{
 		char b[4] = "";
 
 		cr_expect_eq(read(p[0], b, sizeof(b)), 2);
 		cr_expect_eq(b[0], 'x');
 	}
-	close(S.out.fd);
-	memset(&S.out, 0, sizeof(S.out));
+	close(strm->out.fd);
+	memset(&strm->out, 0, sizeof(strm->out));
 	dup2(saved, 1);
 	close(saved);
 	close(p[0]);
 	close(p[1]);
+	custode_stream_close(strm);
 }
 
 Test(stream_stdout, stdout_regular_file_written_directly)
@@ -659,17 +672,17 @@ Test(stream_stdout, stdout_regular_file_written_directly)
 	cr_assert_eq(dup2(fd, 1), 1);
 	close(fd);
 	setup(NULL, 0, 0, 0);
-	S.out_none = false;
-	stream_stdout_open();
-	cr_expect_not(S.out.pollable);
-	cr_expect_eq(S.out.fd, 1);
+	strm->out_none = false;
+	stream_stdout_open(strm);
+	cr_expect_not(strm->out.pollable);
+	cr_expect_eq(strm->out.fd, 1);
 	pub(7, 300);
 	pub(8, 300);
 	dup2(saved, 1);
 	close(saved);
 	cr_expect_eq(seqs_of(path, seqs, 8), 2);
 	cr_expect_eq(seqs[1], 8);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -700,7 +713,7 @@ static void pub_r(unsigned seq, const char *reason, const char *run)
 {
 	json_t *o = rec(seq, reason, run, 0);
 
-	stream_publish(o);
+	stream_publish(strm, o);
 	json_decref(o);
 }
 
@@ -715,29 +728,29 @@ Test(stream_history, replay_oldest_first_bounded_and_filtered)
 	pub_r(2, "file.write.denied", "0000000000000001");
 	pub_r(3, "net.egress.denied", "0000000000000001");
 	pub_r(4, "file.read.denied", "0000000000000002");
-	cr_expect_eq(custode_stream_replay(NULL, take, &t), 3, "the last 3");
+	cr_expect_eq(custode_stream_replay(strm, NULL, take, &t), 3, "the last 3");
 	cr_expect(t.seq[0] == 2 && t.seq[1] == 3 && t.seq[2] == 4);
 	cr_expect_not(t.newline, "lines are given without their newline");
 
 	memset(&f, 0, sizeof(f));
 	snprintf(f.reason, sizeof(f.reason), "file.*");
 	memset(&t, 0, sizeof(t));
-	cr_expect_eq(custode_stream_replay(&f, take, &t), 2);
+	cr_expect_eq(custode_stream_replay(strm, &f, take, &t), 2);
 	cr_expect(t.seq[0] == 2 && t.seq[1] == 4);
 
 	memset(&f, 0, sizeof(f));
 	f.has_run = true;
 	f.run_id = 1;
 	memset(&t, 0, sizeof(t));
-	cr_expect_eq(custode_stream_replay(&f, take, &t), 2);
+	cr_expect_eq(custode_stream_replay(strm, &f, take, &t), 2);
 	cr_expect(t.seq[0] == 2 && t.seq[1] == 3);
 
 	memset(&f, 0, sizeof(f));
 	f.has_since = true;
 	custode_time_parse_ns("2026-01-01T00:00:00.000001Z", &f.since_wall_ns);
 	memset(&t, 0, sizeof(t));
-	cr_expect_eq(custode_stream_replay(&f, take, &t), 0, "all records are from before");
-	custode_stream_close();
+	cr_expect_eq(custode_stream_replay(strm, &f, take, &t), 0, "all records are from before");
+	custode_stream_close(strm);
 }
 
 Test(stream_history, no_history)
@@ -746,8 +759,8 @@ Test(stream_history, no_history)
 
 	setup(NULL, 0, 0, 0);
 	pub(0, 100);
-	cr_expect_eq(custode_stream_replay(NULL, take, &t), 0);
-	custode_stream_close();
+	cr_expect_eq(custode_stream_replay(strm, NULL, take, &t), 0);
+	custode_stream_close(strm);
 }
 
 Test(stream_history, followers_get_matching_records_until_they_leave)
@@ -760,29 +773,29 @@ Test(stream_history, followers_get_matching_records_until_they_leave)
 	setup(NULL, 0, 0, 8);
 	memset(&f, 0, sizeof(f));
 	snprintf(f.reason, sizeof(f.reason), "net.*");
-	h = custode_stream_follow(&f, take, &t);
+	h = custode_stream_follow(strm, &f, take, &t);
 	cr_assert_geq(h, 0);
 	memset(&f, 0, sizeof(f));
-	h2 = custode_stream_follow(&f, take, &all);
+	h2 = custode_stream_follow(strm, &f, take, &all);
 	cr_assert_geq(h2, 0);
 	pub_r(0, "file.read.denied", NULL);
 	pub_r(1, "net.loopback", NULL);
-	custode_stream_stats(&st);
+	custode_stream_stats(strm, &st);
 	cr_expect_eq(st.followers, 2);
-	custode_stream_unfollow(h);
+	custode_stream_unfollow(strm, h);
 	pub_r(2, "net.loopback", NULL);
 	cr_expect_eq(t.n, 1);
 	cr_expect_eq(t.seq[0], 1);
 	cr_expect_eq(all.n, 3);
-	custode_stream_unfollow(h2);
-	custode_stream_unfollow(-1); /* harmless */
-	custode_stream_unfollow(MAX_FOLLOWERS);
+	custode_stream_unfollow(strm, h2);
+	custode_stream_unfollow(strm, -1); /* harmless */
+	custode_stream_unfollow(strm, MAX_FOLLOWERS);
 	for (int i = 0; i < MAX_FOLLOWERS; i++)
-		cr_assert_geq(hs[i] = custode_stream_follow(&f, take, &all), 0);
-	cr_expect_eq(custode_stream_follow(&f, take, &all), -ENOSPC);
-	custode_stream_unfollow(hs[5]);
-	cr_expect_eq(custode_stream_follow(&f, take, &all), hs[5]);
-	custode_stream_close();
+		cr_assert_geq(hs[i] = custode_stream_follow(strm, &f, take, &all), 0);
+	cr_expect_eq(custode_stream_follow(strm, &f, take, &all), -ENOSPC);
+	custode_stream_unfollow(strm, hs[5]);
+	cr_expect_eq(custode_stream_follow(strm, &f, take, &all), hs[5]);
+	custode_stream_close(strm);
 }
 
 /* A reader that takes up to `room` records, then is full. */
@@ -810,28 +823,28 @@ Test(stream_history, cursor_resumes_where_the_reader_stopped)
 	setup(NULL, 0, 0, 8);
 	for (unsigned i = 0; i < 5; i++)
 		pub(i, 0);
-	h = custode_stream_cursor_open(NULL);
+	h = custode_stream_cursor_open(strm, NULL);
 	cr_assert_geq(h, 0);
 	s.room = 2;
-	cr_expect_not(custode_stream_cursor_next(h, take_some, &s, &n), "the reader is full");
+	cr_expect_not(custode_stream_cursor_next(strm, h, take_some, &s, &n), "the reader is full");
 	cr_expect_eq(n, 2);
 	s.room = 2;
-	cr_expect_not(custode_stream_cursor_next(h, take_some, &s, &n));
+	cr_expect_not(custode_stream_cursor_next(strm, h, take_some, &s, &n));
 	pub(5, 0); /* the history moves on meanwhile */
 	s.room = 10;
-	cr_expect(custode_stream_cursor_next(h, take_some, &s, &n), "caught up");
+	cr_expect(custode_stream_cursor_next(strm, h, take_some, &s, &n), "caught up");
 	cr_expect_eq(n, 6);
 	cr_assert_eq(s.t.n, 6);
 	for (int i = 0; i < 6; i++)
 		cr_expect_eq(s.t.seq[i], i, "each once, in order");
-	cr_expect_eq(custode_stream_cursor_lost(h), 0);
-	cr_expect(custode_stream_cursor_next(h, take_some, &s, &n), "nothing more");
+	cr_expect_eq(custode_stream_cursor_lost(strm, h), 0);
+	cr_expect(custode_stream_cursor_next(strm, h, take_some, &s, &n), "nothing more");
 	cr_expect_eq(n, 6);
-	custode_stream_cursor_close(h);
-	custode_stream_cursor_close(h); /* harmless */
-	custode_stream_cursor_close(-1);
-	custode_stream_cursor_close(MAX_CURSORS);
-	custode_stream_close();
+	custode_stream_cursor_close(strm, h);
+	custode_stream_cursor_close(strm, h); /* harmless */
+	custode_stream_cursor_close(strm, -1);
+	custode_stream_cursor_close(strm, MAX_CURSORS);
+	custode_stream_close(strm);
 }
 
 Test(stream_history, cursor_counts_matching_records_it_lost)
@@ -847,31 +860,31 @@ Test(stream_history, cursor_counts_matching_records_it_lost)
 	pub_r(0, "net.loopback", NULL);
 	pub_r(1, "file.read.denied", NULL);
 	pub_r(2, "net.loopback", NULL);
-	h = custode_stream_cursor_open(&f);
-	all = custode_stream_cursor_open(NULL);
+	h = custode_stream_cursor_open(strm, &f);
+	all = custode_stream_cursor_open(strm, NULL);
 	cr_assert(h >= 0 && all >= 0 && h != all);
 	s.room = 1;
-	cr_expect_not(custode_stream_cursor_next(h, take_some, &s, &n));
+	cr_expect_not(custode_stream_cursor_next(strm, h, take_some, &s, &n));
 	cr_expect_eq(s.t.seq[0], 0);
 	/* 4 more: 1 and 2 leave the history before the cursor reached them; only 2 was for it */
 	pub_r(3, "file.read.denied", NULL);
 	pub_r(4, "net.loopback", NULL);
 	pub_r(5, "file.read.denied", NULL);
 	pub_r(6, "net.loopback", NULL);
-	cr_expect_eq(custode_stream_cursor_lost(h), 1);
-	cr_expect_eq(custode_stream_cursor_lost(h), 0, "told once");
-	cr_expect_eq(custode_stream_cursor_lost(all), 3, "0, 1 and 2, unfiltered");
+	cr_expect_eq(custode_stream_cursor_lost(strm, h), 1);
+	cr_expect_eq(custode_stream_cursor_lost(strm, h), 0, "told once");
+	cr_expect_eq(custode_stream_cursor_lost(strm, all), 3, "0, 1 and 2, unfiltered");
 	s.room = 10;
-	cr_expect(custode_stream_cursor_next(h, take_some, &s, &n));
+	cr_expect(custode_stream_cursor_next(strm, h, take_some, &s, &n));
 	cr_expect_eq(s.t.n, 3);
 	cr_expect(s.t.seq[1] == 4 && s.t.seq[2] == 6, "%d %d", s.t.seq[1], s.t.seq[2]);
-	custode_stream_cursor_close(h);
-	custode_stream_cursor_close(all);
+	custode_stream_cursor_close(strm, h);
+	custode_stream_cursor_close(strm, all);
 	/* all slots: the next is refused */
 	for (int i = 0; i < MAX_CURSORS; i++)
-		cr_assert_geq(custode_stream_cursor_open(NULL), 0);
-	cr_expect_eq(custode_stream_cursor_open(NULL), -ENOSPC);
-	custode_stream_close();
+		cr_assert_geq(custode_stream_cursor_open(strm, NULL), 0);
+	cr_expect_eq(custode_stream_cursor_open(strm, NULL), -ENOSPC);
+	custode_stream_close(strm);
 }
 
 Test(stream_history, cursor_without_history)
@@ -882,12 +895,12 @@ Test(stream_history, cursor_without_history)
 
 	setup(NULL, 0, 0, 0);
 	pub(0, 10);
-	h = custode_stream_cursor_open(NULL);
+	h = custode_stream_cursor_open(strm, NULL);
 	cr_assert_geq(h, 0);
-	cr_expect(custode_stream_cursor_next(h, take, &t, &n));
+	cr_expect(custode_stream_cursor_next(strm, h, take, &t, &n));
 	cr_expect_eq(n, 0);
-	cr_expect_eq(custode_stream_cursor_lost(h), 0);
-	custode_stream_close();
+	cr_expect_eq(custode_stream_cursor_lost(strm, h), 0);
+	custode_stream_close(strm);
 }
 
 Test(stream_history, stats_count_decisions)
@@ -899,12 +912,12 @@ Test(stream_history, stats_count_decisions)
 	pub(0, 100);
 	o = json_pack("{s:i, s:s, s:s, s:s, s:i, s:i, s:[i]}", "version", 2, "type", "dropped", "source", "daemon", "time",
 		      "2026-01-01T00:00:00.000000Z", "count", 1, "total", 1, "per_cpu", 1);
-	stream_publish(o);
+	stream_publish(strm, o);
 	json_decref(o);
-	custode_stream_stats(&st);
+	custode_stream_stats(strm, &st);
 	cr_expect_eq(st.records, 1, "a dropped record is no decision");
 	cr_expect_eq(st.history, 2);
-	custode_stream_close();
+	custode_stream_close(strm);
 }
 
 /* ---- kernel throttle records ---- */
@@ -933,7 +946,7 @@ static void kernel_throttle_at(uint64_t count, uint64_t total, uint64_t boot_ns)
 	ev.obj.throttle.total = total;
 	ev.obj.throttle.since_ns = 500;
 	ev.obj.throttle.run_cgid = 4242;
-	cr_assert_eq(on_record(NULL, &ev, sizeof(ev)), 0);
+	cr_assert_eq(stream_on_record(strm, &ev, sizeof(ev)), 0);
 }
 
 static bool take_count(void *ctx, const char *line, size_t len)
@@ -958,24 +971,24 @@ Test(stream_throttle, kernel_records_reconciled_by_totals)
 	kernel_throttle(5, 15);
 	kernel_throttle(5, 15); /* nothing new: not published */
 	/* the daemon reported up to 20 itself (a quiet window's summary) */
-	r = rec_slot(4242, CUSTODE_REASON_FILE_READ_DENIED, false);
+	r = stream_rec_slot(strm, 4242, CUSTODE_REASON_FILE_READ_DENIED, false);
 	cr_assert_not_null(r);
 	r->total = 20;
 	kernel_throttle(10, 25); /* 5 of these 10 were said already */
 	kernel_throttle(3, 3);   /* the kernel's entry started again */
-	cr_expect_eq(custode_stream_replay(NULL, take_count, &t), 4);
+	cr_expect_eq(custode_stream_replay(strm, NULL, take_count, &t), 4);
 	cr_expect(t.seq[0] == 10 && t.seq[1] == 5 && t.seq[2] == 5 && t.seq[3] == 3, "counts %d %d %d %d", t.seq[0],
 		  t.seq[1], t.seq[2], t.seq[3]);
-	cr_expect_eq(S.st.throttle_records, 4);
-	cr_expect_eq(S.st.throttled, 23);
-	cr_expect_eq(S.st.records, 0);
+	cr_expect_eq(strm->st.throttle_records, 4);
+	cr_expect_eq(strm->st.throttled, 23);
+	cr_expect_eq(strm->st.records, 0);
 	/* the run is remembered by its cgroup for summaries after it ends */
 	{
 		__u32 version;
 
-		cr_expect_eq(run_id_of(4242, &version), 0x77);
+		cr_expect_eq(stream_run_id_of(strm, 4242, &version), 0x77);
 	}
-	custode_stream_close();
+	custode_stream_close(strm);
 }
 
 Test(stream_throttle, bad_records_counted)
@@ -984,28 +997,29 @@ Test(stream_throttle, bad_records_counted)
 
 	setup(NULL, 0, 0, 4);
 	memset(junk, 0xee, sizeof(junk));
-	cr_assert_eq(on_record(NULL, junk, sizeof(junk)), 0);
-	cr_assert_eq(on_record(NULL, junk, 10), 0);
-	cr_expect_eq(S.st.bad, 2);
-	cr_expect_eq(S.hist_n, 0);
-	custode_stream_close();
+	cr_assert_eq(stream_on_record(strm, junk, sizeof(junk)), 0);
+	cr_assert_eq(stream_on_record(strm, junk, 10), 0);
+	cr_expect_eq(strm->st.bad, 2);
+	cr_expect_eq(strm->hist_n, 0);
+	custode_stream_close(strm);
 }
 
 /* ---- for test_daemon_control.c (the same binary): a history the control server replays ---- */
 
-void custode_test_stream_history(size_t n);
-void custode_test_stream_publish(unsigned seq, const char *reason, size_t size);
+struct custode_stream *custode_test_stream_history(size_t n);
+void custode_test_stream_publish(struct custode_stream *s, unsigned seq, const char *reason, size_t size);
 
-void custode_test_stream_history(size_t n)
+struct custode_stream *custode_test_stream_history(size_t n)
 {
 	setup(NULL, 0, 0, n);
+	return strm;
 }
 
-void custode_test_stream_publish(unsigned seq, const char *reason, size_t size)
+void custode_test_stream_publish(struct custode_stream *s, unsigned seq, const char *reason, size_t size)
 {
 	json_t *o = rec(seq, reason, NULL, size);
 
-	stream_publish(o);
+	stream_publish(s, o);
 	json_decref(o);
 }
 
@@ -1039,12 +1053,13 @@ static struct fake_entry *fake_find(const struct custode_throttle_key *k)
 }
 
 /* As the kernel's hash map: no prev, or a prev that is gone, starts from the first key. */
-static int fake_map_get_next_key(int fd, const void *key, void *next_key)
+static int fake_map_get_next_key(void *ctx, int fd, const void *key, void *next_key)
 {
 	const struct custode_throttle_key *prev = key;
 	struct fake_entry *e;
 	size_t i = 0;
 
+	(void)ctx;
 	if (fd != fake_fd)
 		return bpf_map_get_next_key(fd, key, next_key);
 	if (fake_fail_after >= 0 && fake_calls++ >= fake_fail_after) {
@@ -1064,10 +1079,11 @@ static int fake_map_get_next_key(int fd, const void *key, void *next_key)
 	return -ENOENT;
 }
 
-static int fake_map_lookup_elem(int fd, const void *key, void *value)
+static int fake_map_lookup_elem(void *ctx, int fd, const void *key, void *value)
 {
 	struct fake_entry *e;
 
+	(void)ctx;
 	if (fd != fake_fd)
 		return bpf_map_lookup_elem(fd, key, value);
 	if (!(e = fake_find(key))) {
@@ -1079,27 +1095,26 @@ static int fake_map_lookup_elem(int fd, const void *key, void *value)
 }
 
 /* The stream's map reads: the fake for its fd, libbpf's for any other. */
-static const struct stream_map_ops fake_maps = {
+static const struct custode_stream_map_ops fake_maps = {
 	.get_next_key = fake_map_get_next_key,
 	.lookup_elem = fake_map_lookup_elem,
 };
 
-/* The fake map as S.throttle_fd (a real fd: custode_stream_close closes it). */
+/* The fake map as strm->throttle_fd (a real fd: custode_stream_close closes it). */
 static void fake_open(void)
 {
-	stream_maps = &fake_maps;
 	fake = calloc(FAKE_MAX, sizeof(*fake));
 	cr_assert_not_null(fake);
 	fake_n = fake_cursor = 0;
 	fake_fail_after = -1;
 	fake_calls = 0;
-	fake_fd = S.throttle_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	fake_fd = strm->throttle_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(fake_fd, 0);
 }
 
 static void fake_close(void)
 {
-	custode_stream_close();
+	custode_stream_close(strm);
 	fake_fd = -1;
 	free(fake);
 	fake = NULL;
@@ -1146,15 +1161,15 @@ static void rec_check_table(void)
 	size_t used = 0;
 
 	for (size_t i = 0; i < RECONCILE_SLOTS; i++) {
-		if (!S.rec[i].used)
+		if (!strm->rec[i].used)
 			continue;
 		used++;
-		for (size_t j = rec_home(S.rec[i].run_cgid, S.rec[i].reason); j != i; j = (j + 1) & RECONCILE_MASK)
-			cr_assert(S.rec[j].used, "slot %zu (home %zu) cut off by the empty slot %zu", i,
-				  rec_home(S.rec[i].run_cgid, S.rec[i].reason), j);
-		cr_assert_eq(rec_slot(S.rec[i].run_cgid, S.rec[i].reason, false), &S.rec[i]);
+		for (size_t j = stream_rec_home(strm->rec[i].run_cgid, strm->rec[i].reason); j != i; j = (j + 1) & RECONCILE_MASK)
+			cr_assert(strm->rec[j].used, "slot %zu (home %zu) cut off by the empty slot %zu", i,
+				  stream_rec_home(strm->rec[i].run_cgid, strm->rec[i].reason), j);
+		cr_assert_eq(stream_rec_slot(strm, strm->rec[i].run_cgid, strm->rec[i].reason, false), &strm->rec[i]);
 	}
-	cr_assert_eq(used, S.rec_used);
+	cr_assert_eq(used, strm->rec_used);
 }
 
 /*
@@ -1170,19 +1185,19 @@ Test(stream_throttle, entries_without_suppressed_denials_take_no_slot)
 	fake_open();
 	for (__u64 i = 0; i < 20000; i++)
 		fake_put(1000 + i, READ_DENIED, 0);
-	stream_throttle_baseline();
-	cr_expect_eq(S.rec_used, 0, "the baseline made no slot for them");
-	stream_throttle_flush(1);
-	cr_expect_eq(S.rec_used, 0, "nor did a flush");
-	cr_expect_eq(S.st.throttle_records, 0);
+	stream_throttle_baseline(strm);
+	cr_expect_eq(strm->rec_used, 0, "the baseline made no slot for them");
+	stream_throttle_flush(strm, 1);
+	cr_expect_eq(strm->rec_used, 0, "nor did a flush");
+	cr_expect_eq(strm->st.throttle_records, 0);
 	/* a pair with suppressed denials, after all of those: its quiet window is summarised */
 	fake_put(999999, READ_DENIED, 7);
-	stream_throttle_flush(1);
-	cr_expect_eq(S.st.throttle_records, 1);
-	cr_expect_eq(S.st.throttled, 7);
-	cr_expect_eq(S.rec_used, 1);
-	stream_throttle_flush(1);
-	cr_expect_eq(S.st.throttle_records, 1, "said once");
+	stream_throttle_flush(strm, 1);
+	cr_expect_eq(strm->st.throttle_records, 1);
+	cr_expect_eq(strm->st.throttled, 7);
+	cr_expect_eq(strm->rec_used, 1);
+	stream_throttle_flush(strm, 1);
+	cr_expect_eq(strm->st.throttle_records, 1, "said once");
 	fake_close();
 }
 
@@ -1203,22 +1218,22 @@ Test(stream_throttle, slots_of_gone_entries_are_freed)
 		fake_clear(); /* the previous round's runs ended */
 		for (unsigned i = 0; i < per; i++)
 			fake_put(cgid++, i % 2 ? READ_DENIED : WRITE_DENIED, 3);
-		stream_throttle_flush(1);
-		cr_assert_eq(S.st.throttle_records, (uint64_t)(r + 1) * per, "round %u: every pair summarised", r);
-		cr_assert_eq(S.rec_used, per, "round %u: the previous round's slots are gone", r);
-		stream_throttle_flush(1);
-		cr_assert_eq(S.st.throttle_records, (uint64_t)(r + 1) * per, "round %u: nothing said twice", r);
+		stream_throttle_flush(strm, 1);
+		cr_assert_eq(strm->st.throttle_records, (uint64_t)(r + 1) * per, "round %u: every pair summarised", r);
+		cr_assert_eq(strm->rec_used, per, "round %u: the previous round's slots are gone", r);
+		stream_throttle_flush(strm, 1);
+		cr_assert_eq(strm->st.throttle_records, (uint64_t)(r + 1) * per, "round %u: nothing said twice", r);
 	}
-	cr_expect_eq(S.st.throttled, (uint64_t)rounds * per * 3);
+	cr_expect_eq(strm->st.throttled, (uint64_t)rounds * per * 3);
 	rec_check_table();
 	/* entries that stay keep their slots and their totals: only what is new is said */
 	fake_put(cgid - 1, READ_DENIED, 5);
-	stream_throttle_flush(1);
-	cr_expect_eq(S.st.throttle_records, (uint64_t)rounds * per + 1);
-	cr_expect_eq(S.st.throttled, (uint64_t)rounds * per * 3 + 2);
+	stream_throttle_flush(strm, 1);
+	cr_expect_eq(strm->st.throttle_records, (uint64_t)rounds * per + 1);
+	cr_expect_eq(strm->st.throttled, (uint64_t)rounds * per * 3 + 2);
 	fake_clear();
-	stream_throttle_flush(1);
-	cr_expect_eq(S.rec_used, 0);
+	stream_throttle_flush(strm, 1);
+	cr_expect_eq(strm->rec_used, 0);
 	fake_close();
 }
 
@@ -1229,22 +1244,22 @@ Test(stream_throttle, cut_pass_frees_nothing)
 	fake_open();
 	for (__u64 i = 1; i <= 10; i++)
 		fake_put(i, READ_DENIED, 2);
-	stream_throttle_flush(1);
-	cr_assert_eq(S.rec_used, 10);
-	cr_assert_eq(S.st.throttle_records, 10);
+	stream_throttle_flush(strm, 1);
+	cr_assert_eq(strm->rec_used, 10);
+	cr_assert_eq(strm->st.throttle_records, 10);
 	fake_fail_after = 3; /* the walk ends in EIO after 3 keys */
 	fake_calls = 0;
-	stream_throttle_flush(1);
-	cr_expect_eq(S.rec_used, 10, "the slots of the keys it did not get to stay");
-	cr_expect_eq(S.st.throttle_records, 10, "and nothing was said again");
+	stream_throttle_flush(strm, 1);
+	cr_expect_eq(strm->rec_used, 10, "the slots of the keys it did not get to stay");
+	cr_expect_eq(strm->st.throttle_records, 10, "and nothing was said again");
 	fake_fail_after = -1;
-	stream_throttle_flush(1);
-	cr_expect_eq(S.rec_used, 10);
-	cr_expect_eq(S.st.throttle_records, 10);
+	stream_throttle_flush(strm, 1);
+	cr_expect_eq(strm->rec_used, 10);
+	cr_expect_eq(strm->st.throttle_records, 10);
 	fake_del(4, READ_DENIED);
-	stream_throttle_flush(1);
-	cr_expect_eq(S.rec_used, 9);
-	cr_expect_null(rec_slot(4, READ_DENIED, false));
+	stream_throttle_flush(strm, 1);
+	cr_expect_eq(strm->rec_used, 9);
+	cr_expect_null(stream_rec_slot(strm, 4, READ_DENIED, false));
 	fake_close();
 }
 
@@ -1261,29 +1276,29 @@ Test(stream_throttle, removal_keeps_probing_correct)
 	setup(NULL, 0, 0, 0);
 	/* pairs whose home is home .. home+2: one cluster of 64 across the end of the table */
 	for (__u64 c = 1; n < 64 && c < (1ull << 32); c++) {
-		size_t h = rec_home(c, READ_DENIED);
+		size_t h = stream_rec_home(c, READ_DENIED);
 
 		if (h == home || h == home + 1 || (n > 40 && h == home + 2))
 			keys[n++] = c;
 	}
 	cr_assert_eq(n, 64);
 	for (size_t i = 0; i < n; i++) {
-		struct reconcile *r = rec_slot(keys[i], READ_DENIED, true);
+		struct reconcile *r = stream_rec_slot(strm, keys[i], READ_DENIED, true);
 
 		cr_assert_not_null(r);
 		r->total = 1000 + i;
 	}
-	cr_assert(S.rec[0].used && S.rec[40].used, "the cluster wraps");
+	cr_assert(strm->rec[0].used && strm->rec[40].used, "the cluster wraps");
 	rec_check_table();
 	/* a pass that saw every third pair */
-	S.rec_pass++;
+	strm->rec_pass++;
 	for (size_t i = 0; i < n; i += 3)
-		rec_slot(keys[i], READ_DENIED, false)->pass = S.rec_pass;
-	rec_sweep();
+		stream_rec_slot(strm, keys[i], READ_DENIED, false)->pass = strm->rec_pass;
+	stream_rec_sweep(strm);
 	rec_check_table();
-	cr_expect_eq(S.rec_used, (n + 2) / 3);
+	cr_expect_eq(strm->rec_used, (n + 2) / 3);
 	for (size_t i = 0; i < n; i++) {
-		struct reconcile *r = rec_slot(keys[i], READ_DENIED, false);
+		struct reconcile *r = stream_rec_slot(strm, keys[i], READ_DENIED, false);
 
 		if (i % 3) {
 			cr_expect_null(r, "pair %zu freed", i);
@@ -1292,7 +1307,7 @@ Test(stream_throttle, removal_keeps_probing_correct)
 			cr_expect_eq(r->total, 1000 + i);
 		}
 	}
-	custode_stream_close();
+	custode_stream_close(strm);
 }
 
 /* At most 3/4 of the table is used: a lookup always ends; a pair past that is reported as the kernel says. */
@@ -1303,16 +1318,16 @@ Test(stream_throttle, load_factor_bounded)
 
 	setup(NULL, 0, 0, 16);
 	for (__u64 c = 100000; c < 100000 + RECONCILE_SLOTS; c++)
-		made += rec_slot(c, READ_DENIED, true) != NULL;
+		made += stream_rec_slot(strm, c, READ_DENIED, true) != NULL;
 	cr_expect_eq(made, RECONCILE_MAX);
-	cr_expect_eq(S.rec_used, RECONCILE_MAX);
-	cr_expect_null(rec_slot(1, READ_DENIED, false));
-	cr_expect_not_null(rec_slot(100000, READ_DENIED, false));
+	cr_expect_eq(strm->rec_used, RECONCILE_MAX);
+	cr_expect_null(stream_rec_slot(strm, 1, READ_DENIED, false));
+	cr_expect_not_null(stream_rec_slot(strm, 100000, READ_DENIED, false));
 	rec_check_table();
 	kernel_throttle(4, 9); /* a new pair (cgroup 4242): no slot, published as it is */
-	cr_expect_eq(custode_stream_replay(NULL, take_count, &t), 1);
+	cr_expect_eq(custode_stream_replay(strm, NULL, take_count, &t), 1);
 	cr_expect_eq(t.seq[0], 4);
-	custode_stream_close();
+	custode_stream_close(strm);
 }
 
 /* An entry evicted and made again between two passes: its suppressed count starts over, and is reported. */
@@ -1323,13 +1338,13 @@ Test(stream_throttle, restarted_entry_reported_from_zero)
 	setup(NULL, 0, 0, 16);
 	fake_open();
 	fake_put(7, READ_DENIED, 100);
-	stream_throttle_flush(1);
-	cr_assert_eq(S.st.throttled, 100);
+	stream_throttle_flush(strm, 1);
+	cr_assert_eq(strm->st.throttled, 100);
 	fake_put(7, READ_DENIED, 5); /* the new entry */
-	stream_throttle_flush(1);
-	cr_expect_eq(S.st.throttle_records, 2);
-	cr_expect_eq(S.st.throttled, 105);
-	r = rec_slot(7, READ_DENIED, false);
+	stream_throttle_flush(strm, 1);
+	cr_expect_eq(strm->st.throttle_records, 2);
+	cr_expect_eq(strm->st.throttled, 105);
+	r = stream_rec_slot(strm, 7, READ_DENIED, false);
 	cr_assert_not_null(r);
 	cr_expect_eq(r->total, 5);
 	fake_close();
@@ -1347,10 +1362,10 @@ Test(stream_throttle, kernel_record_without_a_slot_keeps_its_count)
 	setup(NULL, 0, 0, 16);
 	kernel_throttle(4, 10);
 	kernel_throttle(2, 12);
-	cr_expect_eq(custode_stream_replay(NULL, take_count, &t), 2);
+	cr_expect_eq(custode_stream_replay(strm, NULL, take_count, &t), 2);
 	cr_expect(t.seq[0] == 4 && t.seq[1] == 2, "counts %d %d", t.seq[0], t.seq[1]);
-	cr_expect_eq(S.st.throttled, 6);
-	custode_stream_close();
+	cr_expect_eq(strm->st.throttled, 6);
+	custode_stream_close(strm);
 }
 
 /* ---- the events file: never through a link, never a FIFO ---- */
@@ -1370,33 +1385,33 @@ Test(stream_file, symlink_at_the_path_refused)
 	cr_assert_eq(close(open(victim, O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
 	cr_assert_eq(symlink(victim, tfile), 0);
 	setup(NULL, 1u << 20, 2, 0);
-	S.o.file = tfile;
-	cr_expect_eq(stream_file_open(), -ELOOP, "refused at start");
+	strm->o.file = tfile;
+	cr_expect_eq(stream_file_open(strm), -ELOOP, "refused at start");
 	cr_expect_not_null(strstr(stream_file_open_strerror(ELOOP), "symbolic link"));
 	pub(0, 100);
-	cr_expect_eq(S.st.sink_dropped[1], 1, "the line is counted as lost");
+	cr_expect_eq(strm->st.sink_dropped[1], 1, "the line is counted as lost");
 	cr_expect_eq(size_of(victim), 0, "nothing went through the link");
 
 	/* a regular file, then a link put in its place: the reopen refuses it too */
 	cr_assert_eq(unlink(tfile), 0);
 	pub(1, 100);
-	cr_expect_eq(S.st.sink_dropped[1], 1);
+	cr_expect_eq(strm->st.sink_dropped[1], 1);
 	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
 	cr_assert_eq(unlink(tfile), 0);
 	cr_assert_eq(symlink(victim, tfile), 0);
-	tick(NULL);
-	cr_expect_eq(S.st.file_reopens, 1);
+	stream_tick(strm);
+	cr_expect_eq(strm->st.file_reopens, 1);
 	pub(2, 100);
 	pub(3, 100);
-	cr_expect_eq(S.st.sink_dropped[1], 3);
+	cr_expect_eq(strm->st.sink_dropped[1], 3);
 	cr_expect_eq(size_of(victim), 0, "nothing went through the link");
 	/* the link gone: the next line opens the file again */
 	cr_assert_eq(unlink(tfile), 0);
 	pub(4, 100);
-	cr_expect_eq(S.st.sink_dropped[1], 3);
+	cr_expect_eq(strm->st.sink_dropped[1], 3);
 	cr_expect_eq(seqs_of(tfile, seqs, 8), 1);
 	cr_expect_eq(seqs[0], 4);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -1414,16 +1429,16 @@ Test(stream_file, fifo_at_the_path_refused_without_waiting, .timeout = 10)
 	tmpdir();
 	cr_assert_eq(mkfifo(tfile, 0600), 0);
 	setup(NULL, 1u << 20, 2, 0);
-	S.o.file = tfile;
+	strm->o.file = tfile;
 	t0 = now_s();
-	cr_expect_lt(stream_file_open(), 0, "no reader: refused at once");
+	cr_expect_lt(stream_file_open(strm), 0, "no reader: refused at once");
 	/* a reader: the open succeeds, the file type does not */
 	rfd = open(tfile, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	cr_assert_geq(rfd, 0);
-	cr_expect_eq(stream_file_open(), -EINVAL);
+	cr_expect_eq(stream_file_open(strm), -EINVAL);
 	cr_expect_not_null(strstr(stream_file_open_strerror(EINVAL), "not a regular file"));
 	pub(0, 100);
-	cr_expect_eq(S.st.sink_dropped[1], 1);
+	cr_expect_eq(strm->st.sink_dropped[1], 1);
 	cr_expect_leq(read(rfd, buf, sizeof(buf)), 0, "the reader got nothing");
 	close(rfd);
 	cr_expect_lt(now_s() - t0, 2.0);
@@ -1435,12 +1450,12 @@ Test(stream_file, fifo_at_the_path_refused_without_waiting, .timeout = 10)
 	cr_assert_eq(unlink(tfile), 0);
 	cr_assert_eq(mkfifo(tfile, 0600), 0);
 	t0 = now_s();
-	tick(NULL);
-	cr_expect_eq(S.st.file_reopens, 1);
+	stream_tick(strm);
+	cr_expect_eq(strm->st.file_reopens, 1);
 	pub(2, 100);
-	cr_expect_eq(S.st.sink_dropped[1], 2);
+	cr_expect_eq(strm->st.sink_dropped[1], 2);
 	cr_expect_lt(now_s() - t0, 2.0);
-	custode_stream_close();
+	custode_stream_close(strm);
 	rm_tmpdir();
 }
 
@@ -1482,16 +1497,16 @@ Test(stream_throttle, record_from_before_the_restart_is_covered_by_the_baseline)
 	struct reconcile *r;
 
 	setup(NULL, 0, 0, 16);
-	S.baseline_boot_ns = 2000;
-	r = rec_slot(4242, CUSTODE_REASON_FILE_READ_DENIED, true);
+	strm->baseline_boot_ns = 2000;
+	r = stream_rec_slot(strm, 4242, CUSTODE_REASON_FILE_READ_DENIED, true);
 	cr_assert_not_null(r);
 	r->total = 150;
 	kernel_throttle_at(100, 100, 1000);
-	cr_expect_eq(custode_stream_replay(NULL, take_count, &t), 0, "a stale record is not published");
+	cr_expect_eq(custode_stream_replay(strm, NULL, take_count, &t), 0, "a stale record is not published");
 	cr_expect_eq(r->total, 150, "and does not lower the total");
 	/* after the baseline, a lower total is an eviction: the kernel's own count */
 	kernel_throttle_at(7, 7, 3000);
-	cr_expect_eq(custode_stream_replay(NULL, take_count, &t), 1);
+	cr_expect_eq(custode_stream_replay(strm, NULL, take_count, &t), 1);
 	cr_expect_eq(t.seq[0], 7);
-	custode_stream_close();
+	custode_stream_close(strm);
 }

@@ -20,7 +20,7 @@ static const char *jstr(const json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
-static json_t *cmd_attach(const json_t *req, struct custode_refusal *why)
+static json_t *cmd_attach(struct custode_service *v, const json_t *req, struct custode_refusal *why)
 {
 	struct custode_attach_req a = {0};
 	const char *rid = jstr(req, "run_id");
@@ -43,24 +43,24 @@ static json_t *cmd_attach(const json_t *req, struct custode_refusal *why)
 		custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE, "attach needs \"cgroup\"");
 		return NULL;
 	}
-	err = custode_attach(V.e, &a, &V.o.src, &run, why);
+	err = custode_attach(v->e, &a, &v->o.src, &run, why);
 	if (err) {
 		fprintf(stderr, "custode daemon: attach %s refused: %s: %s\n", a.cgroup, custode_reason_name(why->reason),
 			why->detail);
 		return NULL;
 	}
 	pol = json_object_get(run, "policy");
-	service_report(NULL, "attached", NULL, run);
+	service_report(v, "attached", NULL, run);
 	if (json_object_get(pol, "not_after"))
 		custode_metrics_set_bundle(jstr(pol, "name"), (uint64_t)json_integer_value(json_object_get(pol, "version")),
 					   json_integer_value(json_object_get(pol, "not_before")),
 					   json_integer_value(json_object_get(pol, "not_after")));
-	service_snapshot();
-	service_maps_refresh();
+	service_snapshot(v);
+	service_maps_refresh(v);
 	return json_pack("{s:o}", "run", run);
 }
 
-static json_t *cmd_detach(const json_t *req, struct custode_refusal *why)
+static json_t *cmd_detach(struct custode_service *v, const json_t *req, struct custode_refusal *why)
 {
 	const char *rid = jstr(req, "run_id"), *cg = jstr(req, "cgroup");
 	json_t *run = NULL;
@@ -74,19 +74,19 @@ static json_t *cmd_detach(const json_t *req, struct custode_refusal *why)
 		custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE, "run_id '%s' is not 16 hex digits", rid);
 		return NULL;
 	}
-	service_snapshot(); /* its last counts are in the totals */
-	if (custode_detach(V.e, id, cg, &run, why)) {
+	service_snapshot(v); /* its last counts are in the totals */
+	if (custode_detach(v->e, id, cg, &run, why)) {
 		fprintf(stderr, "custode daemon: detach %s refused: %s: %s\n", rid ? rid : cg, custode_reason_name(why->reason),
 			why->detail);
 		return NULL;
 	}
-	service_report(NULL, "detached", NULL, run);
-	service_snapshot();
-	service_maps_refresh();
+	service_report(v, "detached", NULL, run);
+	service_snapshot(v);
+	service_maps_refresh(v);
 	return json_pack("{s:o}", "run", run);
 }
 
-static json_t *cmd_status(void)
+static json_t *cmd_status(struct custode_service *v)
 {
 	struct custode_stream_stats ss;
 	struct custode_control_stats cs;
@@ -108,14 +108,14 @@ static json_t *cmd_status(void)
 									       "levels", (json_int_t)g.gate[k].levels));
 		close(fd);
 	}
-	custode_stream_stats(&ss);
+	custode_stream_stats(v->stream, &ss);
 	custode_control_counts(&clients, &followers);
-	service_percpu_sum(V.stats_fd, sizeof(es), &es);
-	service_percpu_sum(V.estats_fd, sizeof(xs), &xs);
+	service_percpu_sum(v->stats_fd, sizeof(es), &es);
+	service_percpu_sum(v->estats_fd, sizeof(xs), &xs);
 	st = json_pack("{s:{s:i, s:s, s:I, s:b}, s:{s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
 			 "s:I, s:I}, s:{s:I, s:I}}",
-			 "daemon", "pid", (int)getpid(), "version", CUSTODE_VERSION, "started", (json_int_t)V.o.started,
-			 "resolver", V.o.resolver, "engine", "classes", (json_int_t)V.e->meta.classes, "events",
+			 "daemon", "pid", (int)getpid(), "version", CUSTODE_VERSION, "started", (json_int_t)v->o.started,
+			 "resolver", v->o.resolver, "engine", "classes", (json_int_t)v->e->meta.classes, "events",
 			 (json_int_t)es.events, "events_dropped", (json_int_t)es.events_dropped, "suppressed",
 			 (json_int_t)xs.suppressed, "gates", gates, "stream", "records", (json_int_t)ss.records,
 			 "throttle_records", (json_int_t)ss.throttle_records, "throttled", (json_int_t)ss.throttled,
@@ -138,17 +138,18 @@ static json_t *cmd_status(void)
 
 json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, struct custode_refusal *why)
 {
-	(void)ctx;
+	struct custode_service *v = ctx;
+
 	if (!strcmp(cmd, "attach"))
-		return cmd_attach(req, why);
+		return cmd_attach(v, req, why);
 	if (!strcmp(cmd, "detach"))
-		return cmd_detach(req, why);
+		return cmd_detach(v, req, why);
 	if (!strcmp(cmd, "runs"))
-		return json_pack("{s:o}", "runs", custode_runs_list(V.e, &V.o.src, !json_is_false(json_object_get(req, "verify"))));
+		return json_pack("{s:o}", "runs", custode_runs_list(v->e, &v->o.src, !json_is_false(json_object_get(req, "verify"))));
 	if (!strcmp(cmd, "status"))
-		return cmd_status();
+		return cmd_status(v);
 	if (!strcmp(cmd, "metrics")) {
-		char *text = custode_service_metrics();
+		char *text = custode_service_metrics(v);
 		json_t *o = text ? json_pack("{s:s}", "text", text) : NULL;
 
 		free(text);

@@ -60,7 +60,9 @@ static struct {
 	void *ctx;
 	struct client c[MAX_CLIENTS];
 	struct custode_control_stats st;
-	int (*peer_check)(int pid, struct custode_refusal *why);
+	struct custode_stream *stream; /* "events": replays and follows it */
+	int (*peer_check)(void *ctx, int pid, struct custode_refusal *why);
+	void *peer_ctx;
 } C = {.fd = -1};
 
 static int client_event(void *arg, uint32_t revents);
@@ -77,9 +79,9 @@ static void client_close(struct client *cl)
 	if (!cl->used)
 		return;
 	if (cl->follow >= 0)
-		custode_stream_unfollow(cl->follow);
+		custode_stream_unfollow(C.stream, cl->follow);
 	if (cl->cursor >= 0)
-		custode_stream_cursor_close(cl->cursor);
+		custode_stream_cursor_close(C.stream, cl->cursor);
 	custode_loop_del(cl->fd);
 	close(cl->fd);
 	free(cl->rbuf);
@@ -162,7 +164,7 @@ static void client_overflow(struct client *cl)
 	cl->closing = true;
 	cl->woff = cl->wlen = 0;
 	if (cl->cursor >= 0) {
-		custode_stream_cursor_close(cl->cursor);
+		custode_stream_cursor_close(C.stream, cl->cursor);
 		cl->cursor = -1;
 	}
 	C.st.overflow_disconnects++;
@@ -334,7 +336,7 @@ static void cmd_events(struct client *cl, const json_t *req)
 		return;
 	}
 	/* the replay goes as far as the client's queue allows each time (client_pump), then the end or following */
-	cl->cursor = custode_stream_cursor_open(&f);
+	cl->cursor = custode_stream_cursor_open(C.stream, &f);
 	if (cl->cursor < 0) {
 		custode_refuse(&why, ENOSPC, CUSTODE_REASON_DAEMON_PROTOCOL, "too many replays at once");
 		client_error(cl, &why);
@@ -354,12 +356,12 @@ static bool client_pump(struct client *cl)
 
 	if (cl->cursor < 0 || cl->closing)
 		return false;
-	cl->lost += custode_stream_cursor_lost(cl->cursor);
-	done = custode_stream_cursor_next(cl->cursor, take_replay, cl, &n);
+	cl->lost += custode_stream_cursor_lost(C.stream, cl->cursor);
+	done = custode_stream_cursor_next(C.stream, cl->cursor, take_replay, cl, &n);
 	cl->replay_n += n;
 	if (!done || cl->cursor < 0) /* not yet, or overflowed */
 		return n > 0 || cl->cursor < 0;
-	custode_stream_cursor_close(cl->cursor);
+	custode_stream_cursor_close(C.stream, cl->cursor);
 	cl->cursor = -1;
 	if (!cl->replay_follow) {
 		queue_lost(cl, false);
@@ -367,7 +369,7 @@ static bool client_pump(struct client *cl)
 		return true;
 	}
 	/* caught up: nothing new can come between the last replayed record and the first followed one */
-	cl->follow = custode_stream_follow(&cl->replay_f, take_follow, cl);
+	cl->follow = custode_stream_follow(C.stream, &cl->replay_f, take_follow, cl);
 	if (cl->follow < 0) {
 		custode_refuse(&why, ENOSPC, CUSTODE_REASON_DAEMON_PROTOCOL, "too many followers");
 		client_error(cl, &why);
@@ -571,7 +573,7 @@ static int accept_event(void *arg, uint32_t revents)
 			client_error(cl, &why);
 			cl->closing = true;
 			client_flush(cl);
-		} else if (C.peer_check && C.peer_check(cred.pid, &why) < 0) {
+		} else if (C.peer_check && C.peer_check(C.peer_ctx, cred.pid, &why) < 0) {
 			/* root inside a run (an attached unit or pod) must not detach itself */
 			client_error(cl, &why);
 			cl->closing = true;
@@ -580,12 +582,14 @@ static int accept_event(void *arg, uint32_t revents)
 	}
 }
 
-void custode_control_set_peer_check(int (*fn)(int pid, struct custode_refusal *why))
+void custode_control_set_peer_check(int (*fn)(void *ctx, int pid, struct custode_refusal *why), void *ctx)
 {
 	C.peer_check = fn;
+	C.peer_ctx = ctx;
 }
 
-int custode_control_listen(const char *path, custode_control_handler fn, void *ctx, struct custode_refusal *why)
+int custode_control_listen(const char *path, struct custode_stream *stream, custode_control_handler fn, void *ctx,
+			   struct custode_refusal *why)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct stat st;
@@ -596,6 +600,7 @@ int custode_control_listen(const char *path, custode_control_handler fn, void *c
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		client_reset(&C.c[i]);
 	memset(&C.st, 0, sizeof(C.st));
+	C.stream = stream;
 	C.fn = fn;
 	C.ctx = ctx;
 	snprintf(C.path, sizeof(C.path), "%s", path);

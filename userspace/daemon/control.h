@@ -17,6 +17,8 @@
 
 #include "util/reasons.h"
 
+struct custode_stream;
+
 #define CUSTODE_CONTROL_SOCKET "/run/custode/control.sock"
 #define CUSTODE_CONTROL_MAX_LINE (64u << 10)
 
@@ -63,18 +65,20 @@ typedef json_t *(*custode_control_handler)(void *ctx, const char *cmd, const jso
 /*
  * Listen on path (a stale socket is replaced: the caller holds the daemon
  * lock), mode 0600, in the daemon's loop. The server answers "ping" and
- * "events" itself and passes every other command to fn. What a client has
+ * "events" (a replay and follow of stream, which must outlive the server)
+ * itself and passes every other command to fn. What a client has
  * not read yet is bounded: past 1 MiB of answers its further requests wait
  * unread (an events replay too) until it reads; an answer that would take
  * it past 8 MiB closes it instead (counted); a follower's records past 8 MiB
  * are skipped for it and counted. No client ever makes the daemon wait.
  */
-int custode_control_listen(const char *path, custode_control_handler fn, void *ctx, struct custode_refusal *why);
+int custode_control_listen(const char *path, struct custode_stream *stream, custode_control_handler fn, void *ctx,
+			   struct custode_refusal *why);
 /*
  * A further check of a root peer by pid (the daemon: refuse processes inside
- * a run): < 0 and why filled to refuse it (daemon.peer). NULL: none.
+ * a run): fn(ctx, ...) < 0 and why filled to refuse it (daemon.peer). NULL: none.
  */
-void custode_control_set_peer_check(int (*fn)(int pid, struct custode_refusal *why));
+void custode_control_set_peer_check(int (*fn)(void *ctx, int pid, struct custode_refusal *why), void *ctx);
 void custode_control_shutdown(void);
 /* Connected clients, and followers of the stream among them. */
 void custode_control_counts(size_t *clients, size_t *followers);

@@ -31,8 +31,6 @@ int custode_daemon_add_fd(int fd, int (*handler)(void *arg), void *arg);
 int custode_daemon_remove_fd(int fd);
 /* Call handler(arg) every period_ms in the loop's thread (same rules). Returns a timer id. */
 int custode_daemon_add_timer(unsigned period_ms, int (*handler)(void *arg), void *arg);
-/* The daemon's engine handle (valid while the loop runs; the loop's thread only). */
-struct custode_engine *custode_daemon_engine(void);
 
 /*
  * A DNS upstream: "ADDR", "ADDR:PORT", "[V6]:PORT" (port 53 when absent; util/sockaddr.h)

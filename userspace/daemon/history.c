@@ -10,17 +10,17 @@
 /* ---- publishing ---- */
 
 /* A kept record at position pos leaves the history: a cursor that had not reached it and wanted it lost it. */
-static void cursors_evict(const struct hist *h, uint64_t pos)
+static void cursors_evict(struct custode_stream *s, const struct hist *h, uint64_t pos)
 {
 	for (int i = 0; i < MAX_CURSORS; i++) {
-		struct cursor *c = &S.cur[i];
+		struct cursor *c = &s->cur[i];
 
 		if (c->used && c->pos <= pos && custode_event_filter_match_meta(&c->f, h->run_id, h->reason, h->wall_ns))
 			c->lost++;
 	}
 }
 
-void stream_publish(json_t *ev)
+void stream_publish(struct custode_stream *s, json_t *ev)
 {
 	const char *reason = json_string_value(json_object_get(ev, "reason"));
 	const char *rid = json_string_value(json_object_get(ev, "run_id"));
@@ -39,45 +39,45 @@ void stream_publish(json_t *ev)
 	if (t)
 		custode_time_parse_ns(t, &wall);
 	if (type && !strcmp(type, "decision"))
-		S.st.records++;
+		s->st.records++;
 	/* sinks: a line each, with its newline */
 	line[len] = '\n';
-	if (!S.out_none) {
-		if (S.out_text) {
+	if (!s->out_none) {
+		if (s->out_text) {
 			char text[8192];
 			int n = custode_event_format(ev, text, sizeof(text) - 1);
 
 			if (n > (int)sizeof(text) - 2)
 				n = (int)sizeof(text) - 2;
 			text[n] = '\n';
-			stream_outq_push(&S.out, text, (size_t)n + 1);
+			stream_outq_push(&s->out, text, (size_t)n + 1);
 		} else {
-			stream_outq_push(&S.out, line, len + 1);
+			stream_outq_push(&s->out, line, len + 1);
 		}
 	}
-	if (S.o.file)
-		stream_file_write(line, len + 1);
+	if (s->o.file)
+		stream_file_write(s, line, len + 1);
 	line[len] = 0;
 	for (int i = 0; i < MAX_FOLLOWERS; i++)
-		if (S.fol[i].used && custode_event_filter_match_meta(&S.fol[i].f, run_id, reason, wall))
-			S.fol[i].take(S.fol[i].ctx, line, len);
+		if (s->fol[i].used && custode_event_filter_match_meta(&s->fol[i].f, run_id, reason, wall))
+			s->fol[i].take(s->fol[i].ctx, line, len);
 	/* the history keeps the line (ownership moves there) */
-	if (!S.o.history) {
+	if (!s->o.history) {
 		free(line);
 		return;
 	}
 	{
-		struct hist *h = &S.hist[(S.hist_head + S.hist_n) % S.o.history];
+		struct hist *h = &s->hist[(s->hist_head + s->hist_n) % s->o.history];
 
-		if (S.hist_n == S.o.history) {
-			h = &S.hist[S.hist_head];
-			cursors_evict(h, S.hist_seq - S.hist_n);
+		if (s->hist_n == s->o.history) {
+			h = &s->hist[s->hist_head];
+			cursors_evict(s, h, s->hist_seq - s->hist_n);
 			free(h->line);
-			S.hist_head = (S.hist_head + 1) % S.o.history;
+			s->hist_head = (s->hist_head + 1) % s->o.history;
 		} else {
-			S.hist_n++;
+			s->hist_n++;
 		}
-		S.hist_seq++;
+		s->hist_seq++;
 		h->line = line;
 		h->len = len;
 		h->run_id = run_id;
@@ -86,12 +86,13 @@ void stream_publish(json_t *ev)
 	}
 }
 
-size_t custode_stream_replay(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx)
+size_t custode_stream_replay(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take,
+			     void *ctx)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < S.hist_n; i++) {
-		const struct hist *h = &S.hist[(S.hist_head + i) % S.o.history];
+	for (size_t i = 0; i < s->hist_n; i++) {
+		const struct hist *h = &s->hist[(s->hist_head + i) % s->o.history];
 
 		if (!custode_event_filter_match_meta(f, h->run_id, h->reason, h->wall_ns))
 			continue;
@@ -101,37 +102,37 @@ size_t custode_stream_replay(const struct custode_event_filter *f, custode_strea
 	return n;
 }
 
-int custode_stream_cursor_open(const struct custode_event_filter *f)
+int custode_stream_cursor_open(struct custode_stream *s, const struct custode_event_filter *f)
 {
 	for (int i = 0; i < MAX_CURSORS; i++) {
-		if (S.cur[i].used)
+		if (s->cur[i].used)
 			continue;
-		memset(&S.cur[i], 0, sizeof(S.cur[i]));
-		S.cur[i].used = true;
+		memset(&s->cur[i], 0, sizeof(s->cur[i]));
+		s->cur[i].used = true;
 		if (f)
-			S.cur[i].f = *f;
-		S.cur[i].pos = S.hist_seq - S.hist_n;
+			s->cur[i].f = *f;
+		s->cur[i].pos = s->hist_seq - s->hist_n;
 		return i;
 	}
 	return -ENOSPC;
 }
 
-static struct cursor *cursor_of(int h)
+static struct cursor *cursor_of(struct custode_stream *s, int h)
 {
-	return h >= 0 && h < MAX_CURSORS && S.cur[h].used ? &S.cur[h] : NULL;
+	return h >= 0 && h < MAX_CURSORS && s->cur[h].used ? &s->cur[h] : NULL;
 }
 
-bool custode_stream_cursor_next(int h, custode_stream_take_fn take, void *ctx, size_t *taken)
+bool custode_stream_cursor_next(struct custode_stream *s, int h, custode_stream_take_fn take, void *ctx, size_t *taken)
 {
-	struct cursor *c = cursor_of(h);
-	uint64_t first = S.hist_seq - S.hist_n;
+	struct cursor *c = cursor_of(s, h);
+	uint64_t first = s->hist_seq - s->hist_n;
 
 	if (!c)
 		return true;
 	if (c->pos < first) /* what it missed is counted already (cursors_evict) */
 		c->pos = first;
-	for (; c->pos < S.hist_seq; c->pos++) {
-		const struct hist *r = &S.hist[(S.hist_head + (size_t)(c->pos - first)) % S.o.history];
+	for (; c->pos < s->hist_seq; c->pos++) {
+		const struct hist *r = &s->hist[(s->hist_head + (size_t)(c->pos - first)) % s->o.history];
 
 		if (!custode_event_filter_match_meta(&c->f, r->run_id, r->reason, r->wall_ns))
 			continue;
@@ -143,9 +144,9 @@ bool custode_stream_cursor_next(int h, custode_stream_take_fn take, void *ctx, s
 	return true;
 }
 
-uint64_t custode_stream_cursor_lost(int h)
+uint64_t custode_stream_cursor_lost(struct custode_stream *s, int h)
 {
-	struct cursor *c = cursor_of(h);
+	struct cursor *c = cursor_of(s, h);
 	uint64_t n = c ? c->lost : 0;
 
 	if (c)
@@ -153,34 +154,35 @@ uint64_t custode_stream_cursor_lost(int h)
 	return n;
 }
 
-void custode_stream_cursor_close(int h)
+void custode_stream_cursor_close(struct custode_stream *s, int h)
 {
-	if (cursor_of(h))
-		S.cur[h].used = false;
+	if (cursor_of(s, h))
+		s->cur[h].used = false;
 }
 
-int custode_stream_follow(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx)
+int custode_stream_follow(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take,
+			  void *ctx)
 {
 	for (int i = 0; i < MAX_FOLLOWERS; i++) {
-		if (S.fol[i].used)
+		if (s->fol[i].used)
 			continue;
-		S.fol[i].used = true;
-		S.fol[i].f = *f;
-		S.fol[i].take = take;
-		S.fol[i].ctx = ctx;
+		s->fol[i].used = true;
+		s->fol[i].f = *f;
+		s->fol[i].take = take;
+		s->fol[i].ctx = ctx;
 		return i;
 	}
 	return -ENOSPC;
 }
 
-void custode_stream_unfollow(int handle)
+void custode_stream_unfollow(struct custode_stream *s, int handle)
 {
 	if (handle >= 0 && handle < MAX_FOLLOWERS)
-		S.fol[handle].used = false;
+		s->fol[handle].used = false;
 }
 
-void custode_stream_set_policy(__u64 run_id, const char *name)
+void custode_stream_set_policy(struct custode_stream *s, __u64 run_id, const char *name)
 {
-	custode_event_enricher_set_policy(S.en, run_id, name);
+	custode_event_enricher_set_policy(s->en, run_id, name);
 }
 

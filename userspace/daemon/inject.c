@@ -11,96 +11,98 @@
 
 /* ---- records from other threads ---- */
 
-#define INJECT_MAX 4096
+/* The queue's lock; no eventfd yet: records injected before stream_inject_open are let go uncounted. */
+int stream_inject_init(struct custode_stream *s)
+{
+	s->inj.efd = -1;
+	return -pthread_mutex_init(&s->inj.lock, NULL);
+}
 
-static struct {
-	pthread_mutex_t lock;
-	json_t *q[INJECT_MAX];
-	size_t head, n;
-	int efd;
-	uint64_t injected, dropped;
-} I = {.lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
+void stream_inject_fini(struct custode_stream *s)
+{
+	pthread_mutex_destroy(&s->inj.lock);
+}
 
-void custode_stream_inject(json_t *ev)
+void custode_stream_inject(struct custode_stream *s, json_t *ev)
 {
 	uint64_t one = 1;
 	bool queued = false;
 
 	if (!ev)
 		return;
-	pthread_mutex_lock(&I.lock);
-	if (I.efd >= 0 && I.n < INJECT_MAX) {
-		I.q[(I.head + I.n++) % INJECT_MAX] = ev;
+	pthread_mutex_lock(&s->inj.lock);
+	if (s->inj.efd >= 0 && s->inj.n < INJECT_MAX) {
+		s->inj.q[(s->inj.head + s->inj.n++) % INJECT_MAX] = ev;
 		queued = true;
-		(void)!write(I.efd, &one, sizeof(one));
-	} else if (I.efd >= 0) {
-		I.dropped++;
+		(void)!write(s->inj.efd, &one, sizeof(one));
+	} else if (s->inj.efd >= 0) {
+		s->inj.dropped++;
 	}
-	pthread_mutex_unlock(&I.lock);
+	pthread_mutex_unlock(&s->inj.lock);
 	if (!queued)
 		json_decref(ev);
 }
 
 static int inject_ready(void *arg, uint32_t revents)
 {
+	struct custode_stream *s = arg;
 	json_t *batch[256];
 	uint64_t v;
 	size_t n;
 
-	(void)arg;
 	(void)revents;
-	(void)!read(I.efd, &v, sizeof(v));
+	(void)!read(s->inj.efd, &v, sizeof(v));
 	do {
-		pthread_mutex_lock(&I.lock);
-		for (n = 0; n < sizeof(batch) / sizeof(batch[0]) && I.n; n++) {
-			batch[n] = I.q[I.head];
-			I.head = (I.head + 1) % INJECT_MAX;
-			I.n--;
+		pthread_mutex_lock(&s->inj.lock);
+		for (n = 0; n < sizeof(batch) / sizeof(batch[0]) && s->inj.n; n++) {
+			batch[n] = s->inj.q[s->inj.head];
+			s->inj.head = (s->inj.head + 1) % INJECT_MAX;
+			s->inj.n--;
 		}
-		I.injected += n;
-		pthread_mutex_unlock(&I.lock);
+		s->inj.injected += n;
+		pthread_mutex_unlock(&s->inj.lock);
 		for (size_t i = 0; i < n; i++) {
-			custode_event_enrich(S.en, batch[i]);
-			stream_publish(batch[i]);
+			custode_event_enrich(s->en, batch[i]);
+			stream_publish(s, batch[i]);
 			json_decref(batch[i]);
 		}
 	} while (n == sizeof(batch) / sizeof(batch[0]));
 	return 0;
 }
 
-int stream_inject_open(void)
+int stream_inject_open(struct custode_stream *s)
 {
 	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), err;
 
 	if (fd < 0)
 		return -errno;
-	pthread_mutex_lock(&I.lock);
-	I.efd = fd;
-	pthread_mutex_unlock(&I.lock);
-	err = custode_loop_add(fd, EPOLLIN, inject_ready, NULL);
+	pthread_mutex_lock(&s->inj.lock);
+	s->inj.efd = fd;
+	pthread_mutex_unlock(&s->inj.lock);
+	err = custode_loop_add(fd, EPOLLIN, inject_ready, s);
 	return err < 0 ? err : 0;
 }
 
-void stream_inject_close(void)
+void stream_inject_close(struct custode_stream *s)
 {
-	pthread_mutex_lock(&I.lock);
-	if (I.efd >= 0) {
-		custode_loop_del(I.efd);
-		close(I.efd);
+	pthread_mutex_lock(&s->inj.lock);
+	if (s->inj.efd >= 0) {
+		custode_loop_del(s->inj.efd);
+		close(s->inj.efd);
 	}
-	I.efd = -1;
-	while (I.n) {
-		json_decref(I.q[I.head]);
-		I.head = (I.head + 1) % INJECT_MAX;
-		I.n--;
+	s->inj.efd = -1;
+	while (s->inj.n) {
+		json_decref(s->inj.q[s->inj.head]);
+		s->inj.head = (s->inj.head + 1) % INJECT_MAX;
+		s->inj.n--;
 	}
-	pthread_mutex_unlock(&I.lock);
+	pthread_mutex_unlock(&s->inj.lock);
 }
 
-void stream_inject_counts(uint64_t *injected, uint64_t *dropped)
+void stream_inject_counts(struct custode_stream *s, uint64_t *injected, uint64_t *dropped)
 {
-	pthread_mutex_lock(&I.lock);
-	*injected = I.injected;
-	*dropped = I.dropped;
-	pthread_mutex_unlock(&I.lock);
+	pthread_mutex_lock(&s->inj.lock);
+	*injected = s->inj.injected;
+	*dropped = s->inj.dropped;
+	pthread_mutex_unlock(&s->inj.lock);
 }

@@ -41,7 +41,7 @@ static int http_event(void *arg, uint32_t revents)
 			return 0;
 		ok = !strncmp(h->in, "GET /metrics ", 13) || !strncmp(h->in, "GET / ", 6);
 		if (ok)
-			body = custode_service_metrics();
+			body = custode_service_metrics(h->v);
 		{
 			size_t bl = body ? strlen(body) : 0;
 			size_t cap = bl + 256;
@@ -88,22 +88,24 @@ static int http_event(void *arg, uint32_t revents)
 
 static int http_accept(void *arg, uint32_t revents)
 {
-	(void)arg;
+	struct custode_service *v = arg;
+
 	(void)revents;
 	for (;;) {
-		int fd = accept4(V.http_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(v->http_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct http *h = NULL;
 
 		if (fd < 0)
 			return 0;
 		for (int i = 0; i < MAX_HTTP && !h; i++)
-			if (!V.http[i].used)
-				h = &V.http[i];
+			if (!v->http[i].used)
+				h = &v->http[i];
 		if (!h || custode_loop_add(fd, EPOLLIN, http_event, h) < 0) {
 			close(fd);
 			continue;
 		}
 		h->used = true;
+		h->v = v;
 		h->fd = fd;
 		h->started = custode_loop_now_ms();
 	}
@@ -111,17 +113,17 @@ static int http_accept(void *arg, uint32_t revents)
 
 static int http_timer(void *arg)
 {
+	struct custode_service *v = arg;
 	uint64_t now = custode_loop_now_ms();
 
-	(void)arg;
 	for (int i = 0; i < MAX_HTTP; i++)
-		if (V.http[i].used && now - V.http[i].started > HTTP_TIMEOUT_MS)
-			service_http_close(&V.http[i]);
+		if (v->http[i].used && now - v->http[i].started > HTTP_TIMEOUT_MS)
+			service_http_close(&v->http[i]);
 	return 0;
 }
 
 /* "127.0.0.1:9464", "[::1]:9464": any port, the port required (no DNS default, no DNS port rules) */
-int service_http_listen(const char *spec, struct custode_refusal *why)
+int service_http_listen(struct custode_service *v, const char *spec, struct custode_refusal *why)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -141,8 +143,9 @@ int service_http_listen(const char *spec, struct custode_refusal *why)
 		return custode_refuse(why, err, CUSTODE_REASON_RUN_SETUP_FAILED, "--metrics-listen %s: %s", spec,
 				      strerror(err));
 	}
-	V.http_fd = fd;
-	if ((err = custode_loop_add(fd, EPOLLIN, http_accept, NULL)) || (err = custode_loop_timer(1000, http_timer, NULL)) < 0)
+	v->http_fd = fd;
+	if ((err = custode_loop_add(fd, EPOLLIN, http_accept, v)) ||
+	    (err = custode_loop_timer(1000, http_timer, v)) < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	return 0;
 }

@@ -45,31 +45,21 @@ void service_percpu_sum(int fd, size_t size, void *out)
 	free(per);
 }
 
-char *custode_service_metrics(void)
+/* The daemon, the runs and their denials (live, and retired with their runs), the bundles. */
+static void metrics_runs(struct custode_service *v, struct custode_prom *p)
 {
-	struct custode_prom *p = custode_prom_new();
-	struct custode_stream_stats ss;
-	struct custode_control_stats cs;
-	struct custode_stats es = {0};
-	struct custode_event_stats xs = {0};
-	struct custode_dns_counters dns = V.dns_retired;
 	struct bundle_ctx bc = {p};
-	size_t clients, followers;
-	int ncpu = libbpf_num_possible_cpus();
-	char *text;
 
-	if (!p)
-		return NULL;
 	custode_prom_family(p, "custode_daemon_start_time_seconds", "gauge", "When this daemon started (unix seconds).");
-	custode_prom_add(p, "custode_daemon_start_time_seconds", (double)V.o.started, NULL);
+	custode_prom_add(p, "custode_daemon_start_time_seconds", (double)v->o.started, NULL);
 	custode_prom_family(p, "custode_runs_active", "gauge", "Registered runs, by kind (launched: custode run; attached: custode attach).");
 	custode_prom_add(p, "custode_runs_active", 0, "kind", "launched", NULL);
 	custode_prom_add(p, "custode_runs_active", 0, "kind", "attached", NULL);
 	custode_prom_family(p, "custode_denials_total", "counter",
 			    "Denials by policy and reason: the engine's exact per-run counters, plus those of runs that "
 			    "ended while this daemon ran (as last read, every 2 s).");
-	for (size_t i = 0; V.runs && i < TABLE_SLOTS; i++) {
-		const struct runrec *r = &V.runs[i];
+	for (size_t i = 0; v->runs && i < TABLE_SLOTS; i++) {
+		const struct runrec *r = &v->runs[i];
 
 		if (!r->used)
 			continue;
@@ -79,28 +69,34 @@ char *custode_service_metrics(void)
 				custode_prom_add(p, "custode_denials_total", (double)r->c.denials[k], "policy", r->policy,
 						 "reason", custode_reason_name(k) ? custode_reason_name(k) : "unknown", NULL);
 	}
-	for (size_t i = 0; i < V.n_ret; i++)
+	for (size_t i = 0; i < v->n_ret; i++)
 		for (int k = 0; k < CUSTODE_REASON_KERNEL_MAX; k++)
-			if (V.ret[i].d[k])
-				custode_prom_add(p, "custode_denials_total", (double)V.ret[i].d[k], "policy", V.ret[i].policy,
+			if (v->ret[i].d[k])
+				custode_prom_add(p, "custode_denials_total", (double)v->ret[i].d[k], "policy", v->ret[i].policy,
 						 "reason", custode_reason_name(k) ? custode_reason_name(k) : "unknown", NULL);
 	custode_prom_family(p, "custode_policy_bundle_version", "gauge", "Version of the accepted bundle of each policy.");
 	custode_prom_family(p, "custode_policy_bundle_not_before_seconds", "gauge", "notBefore of that bundle (unix seconds).");
 	custode_prom_family(p, "custode_policy_bundle_not_after_seconds", "gauge",
 			    "notAfter of that bundle (unix seconds): alert well before it passes.");
 	custode_metrics_each_bundle(bundle_metric, &bc);
-	/* the resolver */
-	for (size_t i = 0; V.dns && i < TABLE_SLOTS; i++) {
-		if (!V.dns[i].used)
+}
+
+/* The resolver's counts: those of live runs, plus those retired with their runs. */
+static void metrics_resolver(struct custode_service *v, struct custode_prom *p)
+{
+	struct custode_dns_counters dns = v->dns_retired;
+
+	for (size_t i = 0; v->dns && i < TABLE_SLOTS; i++) {
+		if (!v->dns[i].used)
 			continue;
-		dns.queries += V.dns[i].c.queries;
-		dns.answered += V.dns[i].c.answered;
-		dns.pins += V.dns[i].c.pins;
+		dns.queries += v->dns[i].c.queries;
+		dns.answered += v->dns[i].c.answered;
+		dns.pins += v->dns[i].c.pins;
 		for (int k = 0; k < CUSTODE_DNS_REASONS; k++)
-			dns.denials[k] += V.dns[i].c.denials[k];
+			dns.denials[k] += v->dns[i].c.denials[k];
 	}
 	custode_prom_family(p, "custode_resolver_up", "gauge", "1 when this daemon runs the resolver.");
-	custode_prom_add(p, "custode_resolver_up", V.o.resolver ? 1 : 0, NULL);
+	custode_prom_add(p, "custode_resolver_up", v->o.resolver ? 1 : 0, NULL);
 	custode_prom_family(p, "custode_resolver_queries_total", "counter", "DNS queries of runs, attributed to their run.");
 	custode_prom_add(p, "custode_resolver_queries_total", (double)dns.queries, NULL);
 	custode_prom_family(p, "custode_resolver_answered_total", "counter", "Queries answered with at least one vetted address.");
@@ -114,18 +110,26 @@ char *custode_service_metrics(void)
 		if (name)
 			custode_prom_add(p, "custode_resolver_refusals_total", (double)dns.denials[k], "reason", name, NULL);
 	}
-	/* the engine's records */
-	service_percpu_sum(V.stats_fd, sizeof(es), &es);
-	service_percpu_sum(V.estats_fd, sizeof(xs), &xs);
+}
+
+/* The engine's records: written, lost to a full ring buffer (per CPU), suppressed by throttling. */
+static void metrics_engine(struct custode_service *v, struct custode_prom *p)
+{
+	struct custode_stats es = {0};
+	struct custode_event_stats xs = {0};
+	int ncpu = libbpf_num_possible_cpus();
+
+	service_percpu_sum(v->stats_fd, sizeof(es), &es);
+	service_percpu_sum(v->estats_fd, sizeof(xs), &xs);
 	custode_prom_family(p, "custode_events_total", "counter", "Records the engine wrote to its ring buffer (since it loaded).");
 	custode_prom_add(p, "custode_events_total", (double)es.events, NULL);
 	custode_prom_family(p, "custode_events_dropped_total", "counter",
 			    "Records lost because the ring buffer was full, per CPU (since the engine loaded).");
-	if (V.stats_fd >= 0 && ncpu > 0) {
+	if (v->stats_fd >= 0 && ncpu > 0) {
 		struct custode_stats *per = calloc((size_t)ncpu, sizeof(*per));
 		__u32 zero = 0;
 
-		if (per && bpf_map_lookup_elem(V.stats_fd, &zero, per) == 0)
+		if (per && bpf_map_lookup_elem(v->stats_fd, &zero, per) == 0)
 			for (int c = 0; c < ncpu; c++) {
 				char cpu[16];
 
@@ -139,8 +143,16 @@ char *custode_service_metrics(void)
 	custode_prom_add(p, "custode_events_suppressed_total", (double)xs.suppressed, NULL);
 	custode_prom_family(p, "custode_events_throttle_records_total", "counter", "Throttle records the engine wrote.");
 	custode_prom_add(p, "custode_events_throttle_records_total", (double)xs.throttle_records, NULL);
-	/* the stream */
-	custode_stream_stats(&ss);
+}
+
+/* The stream and its readers (the control server's clients). */
+static void metrics_stream(struct custode_service *v, struct custode_prom *p)
+{
+	struct custode_stream_stats ss;
+	struct custode_control_stats cs;
+	size_t clients, followers;
+
+	custode_stream_stats(v->stream, &ss);
 	custode_control_counts(&clients, &followers);
 	custode_prom_family(p, "custode_stream_records_total", "counter", "Decision records this daemon published.");
 	custode_prom_add(p, "custode_stream_records_total", (double)ss.records, NULL);
@@ -165,16 +177,34 @@ char *custode_service_metrics(void)
 	custode_prom_family(p, "custode_stream_followers", "gauge", "Clients following the stream (custode events --follow).");
 	custode_prom_add(p, "custode_stream_followers", (double)followers, NULL);
 	custode_prom_family(p, "custode_runs_reaped_total", "counter", "Runs this daemon reaped because their cgroup was gone.");
-	custode_prom_add(p, "custode_runs_reaped_total", (double)V.reaped, NULL);
-	/* map fill levels */
+	custode_prom_add(p, "custode_runs_reaped_total", (double)v->reaped, NULL);
+}
+
+/* The engine's maps' fill levels, as last counted. */
+static void metrics_maps(struct custode_service *v, struct custode_prom *p)
+{
 	custode_prom_family(p, "custode_map_entries", "gauge", "Entries in each hash or trie map of the engine (counted every 30 s and at attach/detach).");
 	custode_prom_family(p, "custode_map_capacity", "gauge", "max_entries of each map of the engine.");
-	for (size_t i = 0; i < V.n_maps; i++) {
-		if (V.maps[i].entries >= 0)
-			custode_prom_add(p, "custode_map_entries", (double)V.maps[i].entries, "map", V.maps[i].name, NULL);
-		if (V.maps[i].max_entries)
-			custode_prom_add(p, "custode_map_capacity", (double)V.maps[i].max_entries, "map", V.maps[i].name, NULL);
+	for (size_t i = 0; i < v->n_maps; i++) {
+		if (v->maps[i].entries >= 0)
+			custode_prom_add(p, "custode_map_entries", (double)v->maps[i].entries, "map", v->maps[i].name, NULL);
+		if (v->maps[i].max_entries)
+			custode_prom_add(p, "custode_map_capacity", (double)v->maps[i].max_entries, "map", v->maps[i].name, NULL);
 	}
+}
+
+char *custode_service_metrics(struct custode_service *v)
+{
+	struct custode_prom *p = custode_prom_new();
+	char *text;
+
+	if (!p)
+		return NULL;
+	metrics_runs(v, p);
+	metrics_resolver(v, p);
+	metrics_engine(v, p);
+	metrics_stream(v, p);
+	metrics_maps(v, p);
 	text = custode_prom_render(p);
 	custode_prom_free(p);
 	return text;
@@ -182,11 +212,11 @@ char *custode_service_metrics(void)
 
 int service_textfile_timer(void *arg)
 {
-	char *text = custode_service_metrics();
+	struct custode_service *v = arg;
+	char *text = custode_service_metrics(v);
 
-	(void)arg;
-	if (text && custode_write_file_atomic(V.o.metrics_file, text, strlen(text), 0644) < 0)
-		fprintf(stderr, "custode daemon: metrics: writing %s: %s\n", V.o.metrics_file, strerror(errno));
+	if (text && custode_write_file_atomic(v->o.metrics_file, text, strlen(text), 0644) < 0)
+		fprintf(stderr, "custode daemon: metrics: writing %s: %s\n", v->o.metrics_file, strerror(errno));
 	free(text);
 	return 0;
 }

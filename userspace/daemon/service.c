@@ -13,8 +13,6 @@
 #include "daemon/stream.h"
 #include "engine/maps.h"
 
-struct service_state custode_service_V = {.http_fd = -1, .stats_fd = -1, .estats_fd = -1, .dnsc_fd = -1};
-
 /* ---- reporting adoption and reaping ---- */
 
 void service_report(void *ctx, const char *action, const char *detail, const json_t *run)
@@ -23,22 +21,39 @@ void service_report(void *ctx, const char *action, const char *detail, const jso
 	const char *kind = json_string_value(json_object_get(run, "kind"));
 	const char *cg = json_string_value(json_object_get(run, "cgroup"));
 	const char *pol = json_string_value(json_object_get(json_object_get(run, "policy"), "name"));
+	struct custode_service *v = ctx;
 	__u64 id;
 
-	(void)ctx;
 	if (!strcmp(action, "reaped"))
-		V.reaped++;
+		v->reaped++;
 	if (rid && pol && custode_run_id_parse(rid, &id) == 0)
-		custode_stream_set_policy(id, pol);
+		custode_stream_set_policy(v->stream, id, pol);
 	/* an unverified policy is a refusal to trust it again: name its reason code */
 	fprintf(stderr, "custode daemon: %s run %s (%s%s%s%s%s)%s%s%s\n", action, rid ? rid : "?", kind ? kind : "?",
 		cg ? ", " : "", cg ? cg : "", pol ? ", policy " : "", pol ? pol : "", detail ? ": " : "",
 		!strcmp(action, "unverified") ? "policy.unverified: " : "", detail ? detail : "");
 }
 
-int custode_service_adopt(struct custode_engine *e, const struct custode_policy_source *src)
+int custode_service_new(struct custode_engine *e, struct custode_stream *stream, const struct custode_service_opts *o,
+			struct custode_service **out)
 {
-	int n = custode_attach_adopt(e, src, service_report, NULL);
+	struct custode_service *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	v->http_fd = v->stats_fd = v->estats_fd = v->dnsc_fd = -1;
+	v->e = e;
+	v->stream = stream;
+	v->o = *o;
+	if (!v->o.metrics_interval)
+		v->o.metrics_interval = 15;
+	*out = v;
+	return 0;
+}
+
+int custode_service_adopt(struct custode_service *v)
+{
+	int n = custode_attach_adopt(v->e, &v->o.src, service_report, v);
 
 	if (n >= 0)
 		fprintf(stderr, "custode daemon: adopted %d registered run%s\n", n, n == 1 ? "" : "s");
@@ -52,31 +67,32 @@ int custode_service_adopt(struct custode_engine *e, const struct custode_policy_
  * each ancestor are looked up among the registered runs; anything below
  * custode's own root is a launched run (or an unregistered cgroup).
  */
-static int peer_check(int pid, struct custode_refusal *why)
+static int peer_check(void *ctx, int pid, struct custode_refusal *why)
 {
+	struct custode_service *v = ctx;
 	char cg[PATH_MAX];
 	struct custode_run run;
-	size_t root_len = strlen(V.e->cg_root);
+	size_t root_len = strlen(v->e->cg_root);
 	__u64 id;
 	int err;
 
-	if ((err = custode_cgroup_of_pid(V.e->cg_mount, pid, cg, sizeof(cg))) < 0)
+	if ((err = custode_cgroup_of_pid(v->e->cg_mount, pid, cg, sizeof(cg))) < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_DAEMON_PEER, "peer pid %d: its cgroup is unknown (%s)", pid,
 				      strerror(-err));
-	if (!strncmp(cg, V.e->cg_root, root_len) && (cg[root_len] == '/' || !cg[root_len]))
+	if (!strncmp(cg, v->e->cg_root, root_len) && (cg[root_len] == '/' || !cg[root_len]))
 		return custode_refuse(why, EPERM, CUSTODE_REASON_DAEMON_PEER,
 				      "peer pid %d is below custode's cgroup root (%s): runs may not drive the daemon", pid, cg);
 	for (;;) {
 		char *slash;
 
-		if (custode_cgroup_id(cg, &id) == 0 && custode_engine_get_run(V.e, id, &run) == 0) {
+		if (custode_cgroup_id(cg, &id) == 0 && custode_engine_get_run(v->e, id, &run) == 0) {
 			char hex[17];
 
 			custode_run_id_format(run.run_id, hex);
 			return custode_refuse(why, EPERM, CUSTODE_REASON_DAEMON_PEER,
 					      "peer pid %d is inside run %s (%s): runs may not drive the daemon", pid, hex, cg);
 		}
-		if (strlen(cg) <= strlen(V.e->cg_mount))
+		if (strlen(cg) <= strlen(v->e->cg_mount))
 			break;
 		slash = strrchr(cg, '/');
 		if (!slash)
@@ -86,53 +102,56 @@ static int peer_check(int pid, struct custode_refusal *why)
 	return 0;
 }
 
-int custode_service_start(struct custode_engine *e, const struct custode_service_opts *o, struct custode_refusal *why)
+int custode_service_start(struct custode_service *v, struct custode_refusal *why)
 {
 	int err;
 
-	V.e = e;
-	V.o = *o;
-	if (!V.o.metrics_interval)
-		V.o.metrics_interval = 15;
-	custode_control_set_peer_check(peer_check);
-	V.stats_fd = custode_map_open(CUSTODE_MAP_STATS);
-	V.estats_fd = custode_map_open(CUSTODE_MAP_EVENT_STATS);
-	V.dnsc_fd = custode_map_open(CUSTODE_MAP_DNS_COUNTERS);
-	service_snapshot();
-	service_maps_refresh();
-	if ((err = custode_loop_timer(SNAPSHOT_MS, service_snapshot_timer, NULL)) < 0)
+	custode_control_set_peer_check(peer_check, v);
+	v->stats_fd = custode_map_open(CUSTODE_MAP_STATS);
+	v->estats_fd = custode_map_open(CUSTODE_MAP_EVENT_STATS);
+	v->dnsc_fd = custode_map_open(CUSTODE_MAP_DNS_COUNTERS);
+	service_snapshot(v);
+	service_maps_refresh(v);
+	if ((err = custode_loop_timer(SNAPSHOT_MS, service_snapshot_timer, v)) < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
-	if (o->metrics_listen && (err = service_http_listen(o->metrics_listen, why)))
+	if (v->o.metrics_listen && (err = service_http_listen(v, v->o.metrics_listen, why)))
 		return err;
-	if (o->metrics_file) {
-		service_textfile_timer(NULL);
-		if ((err = custode_loop_timer(V.o.metrics_interval * 1000, service_textfile_timer, NULL)) < 0)
+	if (v->o.metrics_file) {
+		service_textfile_timer(v);
+		if ((err = custode_loop_timer(v->o.metrics_interval * 1000, service_textfile_timer, v)) < 0)
 			return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	}
 	return 0;
 }
 
-void custode_service_stop(void)
+void custode_service_stop(struct custode_service *v)
 {
 	for (int i = 0; i < MAX_HTTP; i++)
-		if (V.http[i].used)
-			service_http_close(&V.http[i]);
-	if (V.http_fd >= 0) {
-		custode_loop_del(V.http_fd);
-		close(V.http_fd);
+		if (v->http[i].used)
+			service_http_close(&v->http[i]);
+	if (v->http_fd >= 0) {
+		custode_loop_del(v->http_fd);
+		close(v->http_fd);
+		v->http_fd = -1;
 	}
-	if (V.o.metrics_file)
-		service_textfile_timer(NULL);
+	if (v->o.metrics_file)
+		service_textfile_timer(v);
+}
+
+void custode_service_free(struct custode_service *v)
+{
+	if (!v)
+		return;
 	{
-		int fds[] = {V.stats_fd, V.estats_fd, V.dnsc_fd};
-		for (size_t i = 0; i < 3; i++)
+		/* http_fd: still open after a start that failed once it listened */
+		int fds[] = {v->stats_fd, v->estats_fd, v->dnsc_fd, v->http_fd};
+
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
 	}
-	free(V.runs);
-	free(V.dns);
-	free(V.ret);
-	memset(&V, 0, sizeof(V));
-	V.http_fd = V.stats_fd = V.estats_fd = V.dnsc_fd = -1;
+	free(v->runs);
+	free(v->dns);
+	free(v->ret);
+	free(v);
 }
-

@@ -11,8 +11,12 @@
 #include <jansson.h>
 
 #include "attach/attach.h"
+#include "daemon/stream.h"
 #include "engine/engine.h"
 #include "util/reasons.h"
+
+/* The service: a handle, from custode_service_new, passed to every function below. */
+struct custode_service;
 
 struct custode_service_opts {
 	const char *metrics_listen; /* "ADDR:PORT" (loopback recommended), or NULL */
@@ -23,14 +27,28 @@ struct custode_service_opts {
 	int64_t started;            /* unix seconds */
 };
 
+/*
+ * The service of engine e, telling stream (run ids, policy names) and
+ * reading its counts; the options are copied (src's trust is borrowed).
+ * Nothing is opened yet. 0 and *out, or -ENOMEM.
+ */
+int custode_service_new(struct custode_engine *e, struct custode_stream *stream, const struct custode_service_opts *o,
+			struct custode_service **out);
 /* Adopt what the pinned registry and the state directory hold; report each run on stderr. */
-int custode_service_adopt(struct custode_engine *e, const struct custode_policy_source *src);
-/* Register the timers and the metrics endpoint in the daemon's loop. */
-int custode_service_start(struct custode_engine *e, const struct custode_service_opts *o, struct custode_refusal *why);
-void custode_service_stop(void);
-/* The control socket's handler for every command but "ping" and "events". */
+int custode_service_adopt(struct custode_service *v);
+/*
+ * Register the timers, the metrics endpoint and the control peer check in
+ * the daemon's loop. On failure, what it registered stays until the loop
+ * ends: the caller frees the service without stopping it.
+ */
+int custode_service_start(struct custode_service *v, struct custode_refusal *why);
+/* Undo a started service: the metrics endpoint closed, the textfile written a last time. */
+void custode_service_stop(struct custode_service *v);
+/* Close the service's map fds and free it (after custode_service_stop if it started). NULL: nothing. */
+void custode_service_free(struct custode_service *v);
+/* The control socket's handler for every command but "ping" and "events" (ctx: the service). */
 json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, struct custode_refusal *why);
 /* The metrics text (Prometheus); caller frees. */
-char *custode_service_metrics(void);
+char *custode_service_metrics(struct custode_service *v);
 
 #endif

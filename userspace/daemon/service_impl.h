@@ -4,8 +4,9 @@
  * (service.c adoption, the control peer check, start and stop; snapshot.c
  * the snapshots of live and ended runs' counts; metrics_text.c the metrics
  * text and textfile; metrics_http.c the HTTP endpoint; commands.c the
- * control commands). The service is one instance (V below); the files share
- * its state.
+ * control commands). The service is a handle (struct custode_service,
+ * below), passed to every function of these files, and the ctx of its loop
+ * callbacks, control handler and peer check.
  */
 #ifndef CUSTODE_DAEMON_SERVICE_IMPL_H
 #define CUSTODE_DAEMON_SERVICE_IMPL_H
@@ -53,6 +54,7 @@ struct mapinfo {
 
 struct http {
 	bool used;
+	struct custode_service *v; /* whose metrics it serves */
 	int fd;
 	char in[8192];
 	size_t inlen;
@@ -61,8 +63,9 @@ struct http {
 	uint64_t started;
 };
 
-struct service_state {
+struct custode_service {
 	struct custode_engine *e;
+	struct custode_stream *stream; /* run ids and policy names for its records; its counts in the metrics */
 	struct custode_service_opts o;
 	struct runrec *runs;
 	struct dnsrec *dns;
@@ -77,20 +80,17 @@ struct service_state {
 	uint64_t reaped;
 };
 
-extern struct service_state custode_service_V;
-#define V custode_service_V
-
-/* service.c: one line on stderr per adopted or reaped run */
+/* service.c: one line on stderr per adopted or reaped run (ctx: the service) */
 void service_report(void *ctx, const char *action, const char *detail, const json_t *run);
 /* snapshot.c */
-void service_snapshot(void);
-void service_maps_refresh(void);
-int service_snapshot_timer(void *arg);
+void service_snapshot(struct custode_service *v);
+void service_maps_refresh(struct custode_service *v);
+int service_snapshot_timer(void *arg); /* arg: the service */
 /* metrics_text.c */
 void service_percpu_sum(int fd, size_t size, void *out);
-int service_textfile_timer(void *arg);
+int service_textfile_timer(void *arg); /* arg: the service */
 /* metrics_http.c */
 void service_http_close(struct http *h);
-int service_http_listen(const char *spec, struct custode_refusal *why);
+int service_http_listen(struct custode_service *v, const char *spec, struct custode_refusal *why);
 
 #endif

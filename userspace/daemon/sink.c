@@ -14,8 +14,6 @@
 
 /* ---- sinks ---- */
 
-static int outq_event(void *arg, uint32_t revents);
-
 /* The reader is gone: every line still queued (one partly written included) is lost. */
 static void outq_lose(struct outq *q)
 {
@@ -45,7 +43,7 @@ static void outq_flush(struct outq *q)
 		bool want = q->len > 0;
 
 		if (want && !q->watching) {
-			q->watching = custode_loop_add(q->fd, EPOLLOUT, outq_event, q) == 0;
+			q->watching = custode_loop_add(q->fd, EPOLLOUT, stream_outq_event, q) == 0;
 		} else if (!want && q->watching) {
 			custode_loop_del(q->fd);
 			q->watching = false;
@@ -53,7 +51,7 @@ static void outq_flush(struct outq *q)
 	}
 }
 
-static int outq_event(void *arg, uint32_t revents)
+int stream_outq_event(void *arg, uint32_t revents)
 {
 	struct outq *q = arg;
 
@@ -116,22 +114,22 @@ void stream_outq_push(struct outq *q, const char *line, size_t n)
  * stdout: a pipe, socket or terminal is written without blocking (a new open
  * file description where possible, so the caller's stays as it was).
  */
-void stream_stdout_open(void)
+void stream_stdout_open(struct custode_stream *s)
 {
 	struct stat st;
 
-	S.out.fd = 1;
+	s->out.fd = 1;
 	if (fstat(1, &st) < 0) {
-		S.out.gone = true;
+		s->out.gone = true;
 		return;
 	}
 	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
 		return;
-	S.out.pollable = true;
+	s->out.pollable = true;
 	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
 		int fd = open("/proc/self/fd/1", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 		if (fd >= 0) {
-			S.out.fd = fd;
+			s->out.fd = fd;
 			return;
 		}
 	}
@@ -147,13 +145,13 @@ void stream_stdout_open(void)
  * FIFO or device return at once, and fstat refuses what is not a regular
  * file (-EINVAL). 0 or -errno.
  */
-int stream_file_open(void)
+int stream_file_open(struct custode_stream *s)
 {
 	struct stat st, rst;
 	char last;
 	int fd, fl, e = 0;
 
-	fd = open(S.o.file, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+	fd = open(s->o.file, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0)
@@ -166,21 +164,21 @@ int stream_file_open(void)
 	}
 	if ((fl = fcntl(fd, F_GETFL)) >= 0)
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK); /* a regular file: plain writes from here on */
-	S.file_fd = fd;
-	S.file_torn = 0;
-	S.file_size = (uint64_t)st.st_size;
+	s->file_fd = fd;
+	s->file_torn = 0;
+	s->file_size = (uint64_t)st.st_size;
 	/*
 	 * A file that ends inside a line (a writer killed mid-line): end that
 	 * line first, so it stays one bad line and our first record a whole one.
 	 * The fd is write-only: read the last byte through a second open, of
 	 * the same file only.
 	 */
-	if (S.file_size) {
-		int rfd = open(S.o.file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (s->file_size) {
+		int rfd = open(s->o.file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
 		if (rfd >= 0 && fstat(rfd, &rst) == 0 && rst.st_dev == st.st_dev && rst.st_ino == st.st_ino &&
-		    pread(rfd, &last, 1, (off_t)S.file_size - 1) == 1 && last != '\n' && write(S.file_fd, "\n", 1) == 1)
-			S.file_size++;
+		    pread(rfd, &last, 1, (off_t)s->file_size - 1) == 1 && last != '\n' && write(s->file_fd, "\n", 1) == 1)
+			s->file_size++;
 		if (rfd >= 0)
 			close(rfd);
 	}
@@ -224,35 +222,33 @@ bool stream_file_dir_shared(const char *file, char *dir, size_t len, mode_t *mod
 	return (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX);
 }
 
-bool stream_file_untear(void);
-
-static void file_rotate(void)
+static void file_rotate(struct custode_stream *s)
 {
 	char from[PATH_MAX + 16], to[PATH_MAX + 16];
 
-	close(S.file_fd);
-	S.file_fd = -1;
-	for (unsigned k = S.o.file_keep; k > 1; k--) {
-		snprintf(from, sizeof(from), "%s.%u", S.o.file, k - 1);
-		snprintf(to, sizeof(to), "%s.%u", S.o.file, k);
+	close(s->file_fd);
+	s->file_fd = -1;
+	for (unsigned k = s->o.file_keep; k > 1; k--) {
+		snprintf(from, sizeof(from), "%s.%u", s->o.file, k - 1);
+		snprintf(to, sizeof(to), "%s.%u", s->o.file, k);
 		rename(from, to);
 	}
-	snprintf(to, sizeof(to), "%s.1", S.o.file);
-	if (S.o.file_keep)
-		rename(S.o.file, to);
+	snprintf(to, sizeof(to), "%s.1", s->o.file);
+	if (s->o.file_keep)
+		rename(s->o.file, to);
 	else
-		unlink(S.o.file);
+		unlink(s->o.file);
 	/*
 	 * FILE.(keep+1) and on: left by an earlier daemon with a larger
 	 * --events-file-keep. Nothing would ever rotate them away again.
 	 */
-	for (unsigned k = S.o.file_keep + 1; k <= S.o.file_keep + STALE_ROTATED_MAX; k++) {
-		snprintf(to, sizeof(to), "%s.%u", S.o.file, k);
+	for (unsigned k = s->o.file_keep + 1; k <= s->o.file_keep + STALE_ROTATED_MAX; k++) {
+		snprintf(to, sizeof(to), "%s.%u", s->o.file, k);
 		if (unlink(to) < 0 && errno == ENOENT)
 			break;
 	}
-	S.st.file_rotations++;
-	stream_file_open();
+	s->st.file_rotations++;
+	stream_file_open(s);
 }
 
 /*
@@ -265,26 +261,26 @@ static void file_rotate(void)
  * lands at the new end (no hole of zeros); the size we track is taken from
  * the file again here.
  */
-void stream_file_check(void)
+void stream_file_check(struct custode_stream *s)
 {
 	struct stat fst, pst;
 
-	if (!S.o.file || S.file_fd < 0 || fstat(S.file_fd, &fst) < 0)
+	if (!s->o.file || s->file_fd < 0 || fstat(s->file_fd, &fst) < 0)
 		return;
-	if (stat(S.o.file, &pst) == 0) {
+	if (stat(s->o.file, &pst) == 0) {
 		if (pst.st_dev == fst.st_dev && pst.st_ino == fst.st_ino) {
-			S.file_size = (uint64_t)fst.st_size; /* truncated (copytruncate) or written by others */
+			s->file_size = (uint64_t)fst.st_size; /* truncated (copytruncate) or written by others */
 			return;
 		}
 	} else if (errno != ENOENT && errno != ENOTDIR) {
 		return; /* can't tell now (EACCES, ELOOP, ...): keep the file we have */
 	}
-	stream_file_untear(); /* the old file ends whole if it can; the new one starts clean */
-	S.file_torn = 0;
-	close(S.file_fd);
-	S.file_fd = -1;
-	S.st.file_reopens++;
-	stream_file_open(); /* on failure file_write tries again for each line, and counts what it drops */
+	stream_file_untear(s); /* the old file ends whole if it can; the new one starts clean */
+	s->file_torn = 0;
+	close(s->file_fd);
+	s->file_fd = -1;
+	s->st.file_reopens++;
+	stream_file_open(s); /* on failure file_write tries again for each line, and counts what it drops */
 }
 
 /*
@@ -294,45 +290,45 @@ void stream_file_check(void)
  * and the next record still a line of its own. true when nothing torn is
  * left for a record to be glued to.
  */
-bool stream_file_untear(void)
+bool stream_file_untear(struct custode_stream *s)
 {
 	off_t end;
 
-	if (!S.file_torn)
+	if (!s->file_torn)
 		return true;
-	end = lseek(S.file_fd, 0, SEEK_CUR); /* O_APPEND: just past our last write */
-	if (end >= 0 && (uint64_t)end >= S.file_torn && ftruncate(S.file_fd, end - (off_t)S.file_torn) == 0) {
-		S.file_size = S.file_size > S.file_torn ? S.file_size - S.file_torn : 0;
-	} else if (write(S.file_fd, "\n", 1) == 1) {
-		S.file_size++;
+	end = lseek(s->file_fd, 0, SEEK_CUR); /* O_APPEND: just past our last write */
+	if (end >= 0 && (uint64_t)end >= s->file_torn && ftruncate(s->file_fd, end - (off_t)s->file_torn) == 0) {
+		s->file_size = s->file_size > s->file_torn ? s->file_size - s->file_torn : 0;
+	} else if (write(s->file_fd, "\n", 1) == 1) {
+		s->file_size++;
 	} else {
 		return false; /* still full: the next line tries again, and is dropped until then */
 	}
-	S.file_torn = 0;
+	s->file_torn = 0;
 	return true;
 }
 
-void stream_file_write(const char *line, size_t n)
+void stream_file_write(struct custode_stream *s, const char *line, size_t n)
 {
 	size_t done = 0;
 
-	if (S.file_fd < 0 && stream_file_open() < 0) {
-		S.st.sink_dropped[1]++;
+	if (s->file_fd < 0 && stream_file_open(s) < 0) {
+		s->st.sink_dropped[1]++;
 		return;
 	}
 	/* a torn line the last write left that could not be cut then: no record goes after it */
-	if (!stream_file_untear()) {
-		S.st.sink_dropped[1]++;
+	if (!stream_file_untear(s)) {
+		s->st.sink_dropped[1]++;
 		return;
 	}
-	if (S.file_size + n > S.o.file_max_bytes && S.file_size)
-		file_rotate();
-	if (S.file_fd < 0) {
-		S.st.sink_dropped[1]++;
+	if (s->file_size + n > s->o.file_max_bytes && s->file_size)
+		file_rotate(s);
+	if (s->file_fd < 0) {
+		s->st.sink_dropped[1]++;
 		return;
 	}
 	while (done < n) {
-		ssize_t w = write(S.file_fd, line + done, n - done);
+		ssize_t w = write(s->file_fd, line + done, n - done);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -341,12 +337,12 @@ void stream_file_write(const char *line, size_t n)
 			 * line is in the file. Cut it off, or the next record would
 			 * be appended to it and both lines be lost to a reader.
 			 */
-			S.st.sink_dropped[1]++;
-			S.file_torn = done;
-			stream_file_untear();
+			s->st.sink_dropped[1]++;
+			s->file_torn = done;
+			stream_file_untear(s);
 			return;
 		}
-		S.file_size += (uint64_t)w;
+		s->file_size += (uint64_t)w;
 		done += (size_t)w;
 	}
 }

@@ -56,20 +56,20 @@ static struct dnsrec *dns_find(struct dnsrec *t, __u64 cgid, bool create)
 	return NULL;
 }
 
-static void retire(const struct runrec *r)
+static void retire(struct custode_service *v, const struct runrec *r)
 {
 	struct retired *t = NULL;
 
-	for (size_t i = 0; i < V.n_ret; i++)
-		if (!strcmp(V.ret[i].policy, r->policy))
-			t = &V.ret[i];
+	for (size_t i = 0; i < v->n_ret; i++)
+		if (!strcmp(v->ret[i].policy, r->policy))
+			t = &v->ret[i];
 	if (!t) {
-		struct retired *nr = realloc(V.ret, (V.n_ret + 1) * sizeof(*nr));
+		struct retired *nr = realloc(v->ret, (v->n_ret + 1) * sizeof(*nr));
 
 		if (!nr)
 			return;
-		V.ret = nr;
-		t = &V.ret[V.n_ret++];
+		v->ret = nr;
+		t = &v->ret[v->n_ret++];
 		memset(t, 0, sizeof(*t));
 		snprintf(t->policy, sizeof(t->policy), "%s", r->policy);
 	}
@@ -77,7 +77,7 @@ static void retire(const struct runrec *r)
 		t->d[k] += r->c.denials[k];
 }
 
-void service_snapshot(void)
+void service_snapshot(struct custode_service *v)
 {
 	struct runrec *now = calloc(TABLE_SLOTS, sizeof(*now));
 	struct dnsrec *dnow = calloc(TABLE_SLOTS, sizeof(*dnow));
@@ -87,59 +87,59 @@ void service_snapshot(void)
 
 	if (!now || !dnow || !st)
 		goto out;
-	while (bpf_map_get_next_key(V.e->runs_fd, prev, &next) == 0) {
+	while (bpf_map_get_next_key(v->e->runs_fd, prev, &next) == 0) {
 		struct custode_run run;
 		struct runrec *r, *old;
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(V.e->runs_fd, &key, &run) < 0 || !(r = run_find(now, key, true)))
+		if (bpf_map_lookup_elem(v->e->runs_fd, &key, &run) < 0 || !(r = run_find(now, key, true)))
 			continue;
 		r->run_id = run.run_id;
 		r->attached = run.flags & CUSTODE_RUN_ATTACHED;
-		custode_stream_note_run(key, run.run_id, run.policy_version);
-		old = V.runs ? run_find(V.runs, key, false) : NULL;
+		custode_stream_note_run(v->stream, key, run.run_id, run.policy_version);
+		old = v->runs ? run_find(v->runs, key, false) : NULL;
 		if (old && old->run_id == run.run_id && old->policy[0] && strcmp(old->policy, "unknown"))
 			snprintf(r->policy, sizeof(r->policy), "%s", old->policy);
 		else if (custode_runstate_read(run.run_id, st) == 0)
 			snprintf(r->policy, sizeof(r->policy), "%s", st->policy);
 		if (r->policy[0])
-			custode_stream_set_policy(run.run_id, r->policy); /* its records after it ended still name it */
+			custode_stream_set_policy(v->stream, run.run_id, r->policy); /* its records after it ended still name it */
 		else
 			snprintf(r->policy, sizeof(r->policy), "unknown");
-		if (custode_engine_get_counters(V.e, key, &r->c) < 0 && old)
+		if (custode_engine_get_counters(v->e, key, &r->c) < 0 && old)
 			r->c = old->c;
 	}
-	for (size_t i = 0; V.runs && i < TABLE_SLOTS; i++)
-		if (V.runs[i].used && !run_find(now, V.runs[i].cgid, false))
-			retire(&V.runs[i]);
-	free(V.runs);
-	V.runs = now;
+	for (size_t i = 0; v->runs && i < TABLE_SLOTS; i++)
+		if (v->runs[i].used && !run_find(now, v->runs[i].cgid, false))
+			retire(v, &v->runs[i]);
+	free(v->runs);
+	v->runs = now;
 	now = NULL;
 	/* the resolver's per-run counts: they go when the run's are read (or a minute after it ended) */
-	if (V.dnsc_fd >= 0) {
+	if (v->dnsc_fd >= 0) {
 		prev = NULL;
-		while (bpf_map_get_next_key(V.dnsc_fd, prev, &next) == 0) {
+		while (bpf_map_get_next_key(v->dnsc_fd, prev, &next) == 0) {
 			struct dnsrec *r;
 
 			key = next;
 			prev = &key;
-			if ((r = dns_find(dnow, key, true)) && bpf_map_lookup_elem(V.dnsc_fd, &key, &r->c) < 0)
+			if ((r = dns_find(dnow, key, true)) && bpf_map_lookup_elem(v->dnsc_fd, &key, &r->c) < 0)
 				r->used = false;
 		}
-		for (size_t i = 0; V.dns && i < TABLE_SLOTS; i++) {
-			const struct dnsrec *o = &V.dns[i];
+		for (size_t i = 0; v->dns && i < TABLE_SLOTS; i++) {
+			const struct dnsrec *o = &v->dns[i];
 
 			if (!o->used || dns_find(dnow, o->cgid, false))
 				continue;
-			V.dns_retired.queries += o->c.queries;
-			V.dns_retired.answered += o->c.answered;
-			V.dns_retired.pins += o->c.pins;
+			v->dns_retired.queries += o->c.queries;
+			v->dns_retired.answered += o->c.answered;
+			v->dns_retired.pins += o->c.pins;
 			for (int k = 0; k < CUSTODE_DNS_REASONS; k++)
-				V.dns_retired.denials[k] += o->c.denials[k];
+				v->dns_retired.denials[k] += o->c.denials[k];
 		}
-		free(V.dns);
-		V.dns = dnow;
+		free(v->dns);
+		v->dns = dnow;
 		dnow = NULL;
 	}
 out:
@@ -148,13 +148,13 @@ out:
 	free(st);
 }
 
-void service_maps_refresh(void)
+void service_maps_refresh(struct custode_service *v)
 {
 	DIR *d = opendir(CUSTODE_PIN_MAPS);
 	struct dirent *de;
 
-	V.n_maps = 0;
-	while (d && (de = readdir(d)) && V.n_maps < sizeof(V.maps) / sizeof(V.maps[0])) {
+	v->n_maps = 0;
+	while (d && (de = readdir(d)) && v->n_maps < sizeof(v->maps) / sizeof(v->maps[0])) {
 		struct bpf_map_info info;
 		__u32 len = sizeof(info);
 		unsigned char k[512], nk[512];
@@ -188,25 +188,25 @@ void service_maps_refresh(void)
 			n = -1;
 		}
 		close(fd);
-		snprintf(V.maps[V.n_maps].name, sizeof(V.maps[0].name), "%s", de->d_name);
-		V.maps[V.n_maps].entries = n;
-		V.maps[V.n_maps++].max_entries = info.type == BPF_MAP_TYPE_RINGBUF ? 0 : info.max_entries;
+		snprintf(v->maps[v->n_maps].name, sizeof(v->maps[0].name), "%s", de->d_name);
+		v->maps[v->n_maps].entries = n;
+		v->maps[v->n_maps++].max_entries = info.type == BPF_MAP_TYPE_RINGBUF ? 0 : info.max_entries;
 	}
 	if (d)
 		closedir(d);
-	V.maps_at = time(NULL);
+	v->maps_at = time(NULL);
 }
 
 int service_snapshot_timer(void *arg)
 {
+	struct custode_service *v = arg;
 	int n;
 
-	(void)arg;
-	n = custode_attach_reap_vanished(V.e, service_report, NULL);
+	n = custode_attach_reap_vanished(v->e, service_report, v);
 	(void)n;
-	service_snapshot();
-	if (time(NULL) - V.maps_at >= MAPS_REFRESH_S)
-		service_maps_refresh();
+	service_snapshot(v);
+	if (time(NULL) - v->maps_at >= MAPS_REFRESH_S)
+		service_maps_refresh(v);
 	return 0;
 }
 

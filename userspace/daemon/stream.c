@@ -13,165 +13,247 @@
 #include "daemon/loop.h"
 #include "engine/maps.h"
 
-struct stream_state custode_stream_S = {.events_fd = -1, .throttle_fd = -1, .stats_fd = -1, .runs_fd = -1, .cfg_fd = -1, .file_fd = -1};
-
-void custode_stream_stats(struct custode_stream_stats *out)
+/* libbpf's map reads: what the stream uses unless its options give others */
+static int libbpf_get_next_key(void *ctx, int fd, const void *key, void *next_key)
 {
-	*out = S.st;
-	stream_inject_counts(&out->injected, &out->inject_dropped);
-	out->sink_dropped[0] = S.out.dropped;
-	out->history = S.hist_n;
+	(void)ctx;
+	return bpf_map_get_next_key(fd, key, next_key);
+}
+
+static int libbpf_lookup_elem(void *ctx, int fd, const void *key, void *value)
+{
+	(void)ctx;
+	return bpf_map_lookup_elem(fd, key, value);
+}
+
+static const struct custode_stream_map_ops libbpf_maps = {
+	.get_next_key = libbpf_get_next_key,
+	.lookup_elem = libbpf_lookup_elem,
+};
+
+void custode_stream_stats(struct custode_stream *s, struct custode_stream_stats *out)
+{
+	*out = s->st;
+	stream_inject_counts(s, &out->injected, &out->inject_dropped);
+	out->sink_dropped[0] = s->out.dropped;
+	out->history = s->hist_n;
 	out->followers = 0;
 	for (int i = 0; i < MAX_FOLLOWERS; i++)
-		out->followers += S.fol[i].used;
+		out->followers += s->fol[i].used;
 }
 
 
 /* ---- the consumer ---- */
 
-static int on_record(void *ctx, void *data, size_t size)
+int stream_on_record(void *ctx, void *data, size_t size)
 {
-	json_t *ev = custode_event_to_json(data, size, S.boot_to_wall);
+	struct custode_stream *s = ctx;
+	json_t *ev = custode_event_to_json(data, size, s->boot_to_wall);
 	const char *type;
 
-	(void)ctx;
 	if (!ev) {
-		S.st.bad++;
+		s->st.bad++;
 		return 0;
 	}
 	type = json_string_value(json_object_get(ev, "type"));
-	custode_event_enrich(S.en, ev);
-	if (!type || strcmp(type, "throttle") || stream_reconcile_kernel(ev))
-		stream_publish(ev);
+	custode_event_enrich(s->en, ev);
+	if (!type || strcmp(type, "throttle") || stream_reconcile_kernel(s, ev))
+		stream_publish(s, ev);
 	json_decref(ev);
 	return 0;
 }
 
 static int rb_ready(void *arg, uint32_t revents)
 {
-	(void)arg;
+	struct custode_stream *s = arg;
+
 	(void)revents;
-	ring_buffer__consume(S.rb);
+	ring_buffer__consume(s->rb);
 	return 0;
 }
 
-static int tick(void *arg)
+int stream_tick(void *arg)
 {
-	uint64_t window = S.o.throttle_window_ms ? S.o.throttle_window_ms * 1000000ull : CUSTODE_THROTTLE_WINDOW_NS;
+	struct custode_stream *s = arg;
+	uint64_t window = s->o.throttle_window_ms ? s->o.throttle_window_ms * 1000000ull : CUSTODE_THROTTLE_WINDOW_NS;
 
-	(void)arg;
-	S.boot_to_wall = custode_boot_to_wall_ns(); /* follows clock changes */
-	if (S.rb)
-		ring_buffer__consume(S.rb);
-	stream_drops_check(false);
-	stream_throttle_flush(window);
-	stream_file_check();
+	s->boot_to_wall = custode_boot_to_wall_ns(); /* follows clock changes */
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+	stream_drops_check(s, false);
+	stream_throttle_flush(s, window);
+	stream_file_check(s);
 	return 0;
 }
 
-int custode_stream_open(const struct custode_stream_opts *o, struct custode_refusal *why)
+int custode_stream_new(const struct custode_stream_opts *o, struct custode_stream **out)
+{
+	struct custode_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->events_fd = s->throttle_fd = s->stats_fd = s->runs_fd = s->cfg_fd = s->file_fd = -1;
+	s->out.fd = -1;
+	s->o = *o;
+	s->o.maps = NULL; /* the copy below is what the stream uses */
+	s->maps = o->maps ? *o->maps : libbpf_maps;
+	if (!s->o.stdout_format)
+		s->o.stdout_format = "json";
+	if (!s->o.file_max_bytes)
+		s->o.file_max_bytes = 64ull << 20;
+	s->out_text = !strcmp(s->o.stdout_format, "text");
+	s->out_none = !strcmp(s->o.stdout_format, "none");
+	s->rec = calloc(RECONCILE_SLOTS, sizeof(*s->rec));
+	s->known = calloc(KNOWN_SLOTS, sizeof(*s->known));
+	s->hist = s->o.history ? calloc(s->o.history, sizeof(*s->hist)) : NULL;
+	if (!s->rec || !s->known || (s->o.history && !s->hist) || stream_inject_init(s) < 0) {
+		free(s->rec);
+		free(s->known);
+		free(s->hist);
+		free(s);
+		return -ENOMEM;
+	}
+	*out = s;
+	return 0;
+}
+
+/*
+ * What the stream holds, let go without a word to anyone: no record
+ * consumed or written, the engine's throttling left as it is (a stream
+ * that failed to open, and the end of custode_stream_close).
+ */
+static void stream_free(struct custode_stream *s)
+{
+	int fds[] = {s->events_fd, s->throttle_fd, s->stats_fd, s->runs_fd, s->cfg_fd, s->file_fd};
+
+	stream_inject_close(s);
+	stream_inject_fini(s);
+	if (s->rb)
+		ring_buffer__free(s->rb);
+	free(s->out.buf);
+	for (size_t i = 0; i < s->hist_n; i++)
+		free(s->hist[(s->hist_head + i) % s->o.history].line);
+	free(s->hist);
+	free(s->rec);
+	free(s->known);
+	custode_event_enricher_free(s->en);
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (s->out.fd > 2)
+		close(s->out.fd);
+	free(s);
+}
+
+/*
+ * The engine's maps and its throttling: our own fds (the engine handle may
+ * be reopened, for new classes, without touching the consumer).
+ */
+static int stream_open_maps(struct custode_stream *s, struct custode_refusal *why)
 {
 	struct custode_event_cfg cfg = {0};
 	__u32 zero = 0;
+
+	s->events_fd = custode_map_open(CUSTODE_MAP_EVENTS);
+	s->stats_fd = custode_map_open(CUSTODE_MAP_STATS);
+	s->runs_fd = custode_map_open(CUSTODE_MAP_RUNS);
+	s->throttle_fd = custode_map_open(CUSTODE_MAP_THROTTLE);
+	s->cfg_fd = custode_map_open(CUSTODE_MAP_EVENT_CFG);
+	if (s->events_fd < 0 || s->stats_fd < 0)
+		return custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING, "the engine's event maps are missing");
+	if (s->cfg_fd >= 0) {
+		cfg.burst = s->o.throttle_burst;
+		cfg.window_ns = s->o.throttle_window_ms * 1000000ull;
+		cfg.flags = s->o.no_throttle ? CUSTODE_EVENT_CFG_NO_THROTTLE : 0;
+		bpf_map_update_elem(s->cfg_fd, &zero, &cfg, BPF_ANY);
+	}
+	return 0;
+}
+
+/* --events-file: a warning when its directory is shared, and the first open. */
+static int stream_open_file(struct custode_stream *s, struct custode_refusal *why)
+{
+	char dir[PATH_MAX];
+	mode_t mode = 0;
 	int err;
 
-	S.o = *o;
-	if (!S.o.stdout_format)
-		S.o.stdout_format = "json";
-	if (!S.o.file_max_bytes)
-		S.o.file_max_bytes = 64ull << 20;
-	S.out_text = !strcmp(S.o.stdout_format, "text");
-	S.out_none = !strcmp(S.o.stdout_format, "none");
-	S.ncpu = libbpf_num_possible_cpus();
-	S.en = custode_event_enricher_new();
-	S.rec = calloc(RECONCILE_SLOTS, sizeof(*S.rec));
-	S.known = calloc(KNOWN_SLOTS, sizeof(*S.known));
-	S.hist = S.o.history ? calloc(S.o.history, sizeof(*S.hist)) : NULL;
-	if (!S.en || !S.rec || !S.known || (S.o.history && !S.hist))
-		return custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
-	/* our own fds: the engine handle may be reopened (new classes) without touching the consumer */
-	S.events_fd = custode_map_open(CUSTODE_MAP_EVENTS);
-	S.stats_fd = custode_map_open(CUSTODE_MAP_STATS);
-	S.runs_fd = custode_map_open(CUSTODE_MAP_RUNS);
-	S.throttle_fd = custode_map_open(CUSTODE_MAP_THROTTLE);
-	S.cfg_fd = custode_map_open(CUSTODE_MAP_EVENT_CFG);
-	if (S.events_fd < 0 || S.stats_fd < 0)
-		return custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISSING, "the engine's event maps are missing");
-	if (S.cfg_fd >= 0) {
-		cfg.burst = S.o.throttle_burst;
-		cfg.window_ns = S.o.throttle_window_ms * 1000000ull;
-		cfg.flags = S.o.no_throttle ? CUSTODE_EVENT_CFG_NO_THROTTLE : 0;
-		bpf_map_update_elem(S.cfg_fd, &zero, &cfg, BPF_ANY);
-	}
-	if (S.o.file) {
-		char dir[PATH_MAX];
-		mode_t mode = 0;
+	if (stream_file_dir_shared(s->o.file, dir, sizeof(dir), &mode))
+		fprintf(stderr,
+			"custode: daemon: warning: --events-file %s: its directory %s (mode %04o) can be written by "
+			"group or others without the sticky bit: they can replace the file\n",
+			s->o.file, dir, (unsigned)mode);
+	if ((err = stream_file_open(s)) < 0)
+		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "--events-file %s: %s", s->o.file,
+				      stream_file_open_strerror(-err));
+	return 0;
+}
 
-		if (stream_file_dir_shared(S.o.file, dir, sizeof(dir), &mode))
-			fprintf(stderr,
-				"custode: daemon: warning: --events-file %s: its directory %s (mode %04o) can be written by "
-				"group or others without the sticky bit: they can replace the file\n",
-				S.o.file, dir, (unsigned)mode);
-		if ((err = stream_file_open()) < 0)
-			return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "--events-file %s: %s", S.o.file,
-					      stream_file_open_strerror(-err));
-	}
-	stream_stdout_open();
-	S.boot_to_wall = custode_boot_to_wall_ns();
-	{
-		struct timespec bt;
+/* What came before this stream is not reported again; then the ring buffer and the tick in the loop. */
+static int stream_start(struct custode_stream *s, struct custode_refusal *why)
+{
+	struct timespec bt;
+	int err;
 
-		clock_gettime(CLOCK_BOOTTIME, &bt);
-		S.baseline_boot_ns = (__u64)bt.tv_sec * 1000000000ull + (__u64)bt.tv_nsec;
-	}
-	stream_throttle_baseline();
-	stream_drops_check(true);
-	S.rb = ring_buffer__new(S.events_fd, on_record, NULL, NULL);
-	if (!S.rb)
+	s->boot_to_wall = custode_boot_to_wall_ns();
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	s->baseline_boot_ns = (__u64)bt.tv_sec * 1000000000ull + (__u64)bt.tv_nsec;
+	stream_throttle_baseline(s);
+	stream_drops_check(s, true);
+	s->rb = ring_buffer__new(s->events_fd, stream_on_record, s, NULL);
+	if (!s->rb)
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "map the ring buffer: %s",
 				      strerror(errno));
-	if ((err = custode_loop_add(ring_buffer__epoll_fd(S.rb), EPOLLIN, rb_ready, NULL)) ||
-	    (err = custode_loop_timer(TICK_MS, tick, NULL)) < 0 || (err = stream_inject_open()) < 0)
+	if ((err = custode_loop_add(ring_buffer__epoll_fd(s->rb), EPOLLIN, rb_ready, s)) ||
+	    (err = custode_loop_timer(TICK_MS, stream_tick, s)) < 0 || (err = stream_inject_open(s)) < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	return 0;
 }
 
-void custode_stream_close(void)
+int custode_stream_open(const struct custode_stream_opts *o, struct custode_stream **out, struct custode_refusal *why)
 {
-	stream_inject_close();
-	if (S.rb) {
-		ring_buffer__consume(S.rb);
-		ring_buffer__free(S.rb);
+	struct custode_stream *s = NULL;
+	int err;
+
+	if (custode_stream_new(o, &s) < 0)
+		return custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
+	s->ncpu = libbpf_num_possible_cpus();
+	s->en = custode_event_enricher_new();
+	if (!s->en)
+		err = custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
+	else if (!(err = stream_open_maps(s, why)) && !(err = s->o.file ? stream_open_file(s, why) : 0)) {
+		stream_stdout_open(s);
+		err = stream_start(s, why);
 	}
-	S.rb = NULL;
-	if (S.out.len) {
+	if (err) {
+		stream_free(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+void custode_stream_close(struct custode_stream *s)
+{
+	if (!s)
+		return;
+	stream_inject_close(s);
+	if (s->rb) {
+		ring_buffer__consume(s->rb);
+		ring_buffer__free(s->rb);
+	}
+	s->rb = NULL;
+	if (s->out.len) {
 		/* last chance, without waiting */
-		(void)!write(S.out.fd, S.out.buf, S.out.len);
+		(void)!write(s->out.fd, s->out.buf, s->out.len);
 	}
-	free(S.out.buf);
 	/* throttling back to the engine's defaults for whoever reads the ring buffer next (not after SIGKILL) */
-	if (S.cfg_fd >= 0 && (S.o.no_throttle || S.o.throttle_burst || S.o.throttle_window_ms)) {
+	if (s->cfg_fd >= 0 && (s->o.no_throttle || s->o.throttle_burst || s->o.throttle_window_ms)) {
 		struct custode_event_cfg cfg = {0};
 		__u32 zero = 0;
 
-		bpf_map_update_elem(S.cfg_fd, &zero, &cfg, BPF_ANY);
+		bpf_map_update_elem(s->cfg_fd, &zero, &cfg, BPF_ANY);
 	}
-	if (S.file_fd >= 0)
-		stream_file_untear();
-	for (size_t i = 0; i < S.hist_n; i++)
-		free(S.hist[(S.hist_head + i) % S.o.history].line);
-	free(S.hist);
-	free(S.rec);
-	free(S.known);
-	custode_event_enricher_free(S.en);
-	{
-		int fds[] = {S.events_fd, S.throttle_fd, S.stats_fd, S.runs_fd, S.cfg_fd, S.file_fd};
-		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-	}
-	if (S.out.fd > 2)
-		close(S.out.fd);
-	memset(&S, 0, sizeof(S));
-	S.events_fd = S.throttle_fd = S.stats_fd = S.runs_fd = S.cfg_fd = S.file_fd = -1;
+	if (s->file_fd >= 0)
+		stream_file_untear(s);
+	stream_free(s);
 }

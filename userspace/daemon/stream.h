@@ -20,6 +20,20 @@
 #include "events/events.h"
 #include "util/reasons.h"
 
+/* The stream: a handle, from custode_stream_open (or _new), passed to every function below. */
+struct custode_stream;
+
+/*
+ * How the stream reads the engine's maps once it is open (throttle
+ * summaries, run ids, drop counts): libbpf's bpf_map_get_next_key and
+ * bpf_map_lookup_elem by default; a unit test passes a fake kernel map.
+ */
+struct custode_stream_map_ops {
+	int (*get_next_key)(void *ctx, int fd, const void *key, void *next_key);
+	int (*lookup_elem)(void *ctx, int fd, const void *key, void *value);
+	void *ctx;
+};
+
 struct custode_stream_opts {
 	const char *stdout_format; /* "json" (default), "text", "none" */
 	const char *file;          /* rotating JSON-lines file, or NULL */
@@ -29,10 +43,26 @@ struct custode_stream_opts {
 	uint32_t throttle_burst;   /* 0: the engine's default */
 	uint64_t throttle_window_ms;
 	bool no_throttle;
+	const struct custode_stream_map_ops *maps; /* NULL: libbpf's (copied: need not outlive the call) */
 };
 
-int custode_stream_open(const struct custode_stream_opts *o, struct custode_refusal *why);
-void custode_stream_close(void);
+/*
+ * The daemon's stream: the engine's maps, the sinks (stdout, --events-file),
+ * the baselines, the ring buffer and the tick in the daemon's loop. 0 and
+ * *out, or -errno with why filled (*out untouched).
+ */
+int custode_stream_open(const struct custode_stream_opts *o, struct custode_stream **out,
+			struct custode_refusal *why);
+/*
+ * A stream without the engine (what _open builds first): the options with
+ * their defaults, the history and the throttle tables; no map, no sink
+ * opened, nothing in the loop (stdout is no sink: out.fd -1). For unit
+ * tests, which then open what they need through stream_impl.h. 0 and *out,
+ * or -ENOMEM.
+ */
+int custode_stream_new(const struct custode_stream_opts *o, struct custode_stream **out);
+/* Flush and close what is open, give the engine its default throttling back, free the stream. NULL: nothing. */
+void custode_stream_close(struct custode_stream *s);
 
 /*
  * A follower takes one record line (JSON, no newline); false when it can't
@@ -41,7 +71,8 @@ void custode_stream_close(void);
 typedef bool (*custode_stream_take_fn)(void *ctx, const char *line, size_t len);
 
 /* Replay the history through take (oldest first); returns how many matched. */
-size_t custode_stream_replay(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx);
+size_t custode_stream_replay(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take,
+			     void *ctx);
 /*
  * A replay that resumes: a reader that can't take the whole history at once
  * (a client's queue is full) goes on where it stopped, and the history
@@ -54,25 +85,26 @@ size_t custode_stream_replay(const struct custode_event_filter *f, custode_strea
  * _lost: matching records that left the history before the cursor got to
  * them, since the last call (a reader says so before its next record).
  */
-int custode_stream_cursor_open(const struct custode_event_filter *f);
-bool custode_stream_cursor_next(int h, custode_stream_take_fn take, void *ctx, size_t *taken);
-uint64_t custode_stream_cursor_lost(int h);
-void custode_stream_cursor_close(int h);
+int custode_stream_cursor_open(struct custode_stream *s, const struct custode_event_filter *f);
+bool custode_stream_cursor_next(struct custode_stream *s, int h, custode_stream_take_fn take, void *ctx, size_t *taken);
+uint64_t custode_stream_cursor_lost(struct custode_stream *s, int h);
+void custode_stream_cursor_close(struct custode_stream *s, int h);
 /* Follow new records; returns a handle for unfollow, or -ENOSPC. */
-int custode_stream_follow(const struct custode_event_filter *f, custode_stream_take_fn take, void *ctx);
-void custode_stream_unfollow(int handle);
+int custode_stream_follow(struct custode_stream *s, const struct custode_event_filter *f, custode_stream_take_fn take,
+			  void *ctx);
+void custode_stream_unfollow(struct custode_stream *s, int handle);
 
 /* A registered run (the daemon's snapshots): remembered for summaries written after it ended. */
-void custode_stream_note_run(__u64 cgid, __u64 run_id, __u32 version);
+void custode_stream_note_run(struct custode_stream *s, __u64 cgid, __u64 run_id, __u32 version);
 /* The daemon learned a run's policy name (attach): used for its records. */
-void custode_stream_set_policy(__u64 run_id, const char *name);
+void custode_stream_set_policy(struct custode_stream *s, __u64 run_id, const char *name);
 
 /*
  * A record made by another thread (the resolver's decisions): queued under a
  * lock and published by the event loop like any other. Takes the reference.
  * Never blocks: past the queue's bound the record is dropped and counted.
  */
-void custode_stream_inject(json_t *ev);
+void custode_stream_inject(struct custode_stream *s, json_t *ev);
 
 struct custode_stream_stats {
 	uint64_t records;          /* decision records published */
@@ -87,6 +119,6 @@ struct custode_stream_stats {
 	uint64_t inject_dropped;   /* and lost because the loop had not taken the previous ones yet */
 	size_t history, followers;
 };
-void custode_stream_stats(struct custode_stream_stats *out);
+void custode_stream_stats(struct custode_stream *s, struct custode_stream_stats *out);
 
 #endif

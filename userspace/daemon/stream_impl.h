@@ -4,7 +4,10 @@
  * files it is split into (stream.c the consumer, sink.c stdout and the
  * events file, history.c history, cursors and followers, throttle.c the
  * throttle records and drops, inject.c records from other threads). The
- * stream is one instance (S below); the files share its state.
+ * stream is a handle (struct custode_stream, below), passed to every
+ * function of these files. The unit test (selftests/unit/test_daemon_stream.c)
+ * includes this header too: it builds a stream with custode_stream_new,
+ * reads and sets the fields below and calls the functions declared here.
  */
 #ifndef CUSTODE_DAEMON_STREAM_IMPL_H
 #define CUSTODE_DAEMON_STREAM_IMPL_H
@@ -12,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <pthread.h>
 #include <bpf/libbpf.h>
 
 #include "custode/abi.h"
@@ -75,6 +79,16 @@ struct known_run {
 };
 #define KNOWN_SLOTS 16384
 
+/* Records made by other threads (inject.c): a queue under a lock, published by the loop. */
+#define INJECT_MAX 4096
+struct stream_inject {
+	pthread_mutex_t lock;
+	json_t *q[INJECT_MAX];
+	size_t head, n;
+	int efd;
+	uint64_t injected, dropped;
+};
+
 /* What the stream already said about a (run cgroup, reason)'s suppressed denials: reconciles kernel and daemon reports. */
 struct reconcile {
 	__u64 run_cgid;
@@ -84,8 +98,9 @@ struct reconcile {
 	uint64_t pass; /* the last pass over the kernel map that saw the pair's entry */
 };
 
-struct stream_state {
+struct custode_stream {
 	struct custode_stream_opts o;
+	struct custode_stream_map_ops maps; /* how the engine's maps are read after open (throttle.c) */
 	int events_fd, throttle_fd, stats_fd, runs_fd, cfg_fd;
 	struct ring_buffer *rb;
 	int64_t boot_to_wall;
@@ -108,40 +123,38 @@ struct stream_state {
 	__u64 baseline_boot_ns; /* CLOCK_BOOTTIME of throttle_baseline: kernel records older than it are covered by it */
 	int ncpu;
 	struct custode_stream_stats st;
+	struct stream_inject inj;
 };
 
-extern struct stream_state custode_stream_S;
-#define S custode_stream_S
-
-/*
- * How the stream reads the engine's maps after open (throttle.c): libbpf's
- * calls; the unit test points this at a fake kernel throttle map.
- */
-struct stream_map_ops {
-	int (*get_next_key)(int fd, const void *key, void *next_key);
-	int (*lookup_elem)(int fd, const void *key, void *value);
-};
-extern const struct stream_map_ops *stream_maps;
-
+/* stream.c: the ring buffer's callback (ctx: the stream), and the loop's tick (arg: the stream) */
+int stream_on_record(void *ctx, void *data, size_t size);
+int stream_tick(void *arg);
 /* sink.c */
-void stream_stdout_open(void);
-int stream_file_open(void);
+void stream_stdout_open(struct custode_stream *s);
+int stream_file_open(struct custode_stream *s);
 const char *stream_file_open_strerror(int err);
 bool stream_file_dir_shared(const char *file, char *dir, size_t len, mode_t *mode);
-void stream_file_check(void);
-bool stream_file_untear(void);
-void stream_file_write(const char *line, size_t n);
+void stream_file_check(struct custode_stream *s);
+bool stream_file_untear(struct custode_stream *s);
+void stream_file_write(struct custode_stream *s, const char *line, size_t n);
 void stream_outq_push(struct outq *q, const char *line, size_t n);
+int stream_outq_event(void *arg, uint32_t revents); /* the loop's handler of a queue's fd (arg: the outq) */
 /* history.c */
-void stream_publish(json_t *ev);
+void stream_publish(struct custode_stream *s, json_t *ev);
 /* inject.c */
-int stream_inject_open(void);
-void stream_inject_close(void);
-void stream_inject_counts(uint64_t *injected, uint64_t *dropped);
-/* throttle.c */
-bool stream_reconcile_kernel(json_t *ev);
-void stream_throttle_flush(uint64_t window_ns);
-void stream_throttle_baseline(void);
-void stream_drops_check(bool baseline);
+int stream_inject_init(struct custode_stream *s);
+int stream_inject_open(struct custode_stream *s);
+void stream_inject_close(struct custode_stream *s);
+void stream_inject_fini(struct custode_stream *s);
+void stream_inject_counts(struct custode_stream *s, uint64_t *injected, uint64_t *dropped);
+/* throttle.c: the reconcile table (its slots by pair, made when create; freeing the slots a pass did not see) */
+size_t stream_rec_home(__u64 cgid, __u32 reason);
+struct reconcile *stream_rec_slot(struct custode_stream *s, __u64 cgid, __u32 reason, bool create);
+void stream_rec_sweep(struct custode_stream *s);
+__u64 stream_run_id_of(struct custode_stream *s, __u64 cgid, __u32 *version);
+bool stream_reconcile_kernel(struct custode_stream *s, json_t *ev);
+void stream_throttle_flush(struct custode_stream *s, uint64_t window_ns);
+void stream_throttle_baseline(struct custode_stream *s);
+void stream_drops_check(struct custode_stream *s, bool baseline);
 
 #endif

@@ -4,22 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <bpf/bpf.h>
 
 #include "daemon/stream_impl.h"
 #include "state/runstate.h"
 #include "util/time.h"
 
-static const struct stream_map_ops libbpf_maps = {
-	.get_next_key = bpf_map_get_next_key,
-	.lookup_elem = bpf_map_lookup_elem,
-};
-const struct stream_map_ops *stream_maps = &libbpf_maps;
-
 /* ---- throttle records: kernel and daemon, reconciled by the monotonic totals ---- */
 
 /* A pair's home slot: the whole key mixed (cgroup ids are close together, reasons small). */
-static size_t rec_home(__u64 cgid, __u32 reason)
+size_t stream_rec_home(__u64 cgid, __u32 reason)
 {
 	__u64 x = cgid ^ ((__u64)reason * 0x9e3779b97f4a7c15ull);
 
@@ -36,24 +29,24 @@ static size_t rec_home(__u64 cgid, __u32 reason)
  * RECONCILE_MAX. At most 3/4 used: a probe always ends at an empty slot,
  * after a few steps.
  */
-static struct reconcile *rec_slot(__u64 cgid, __u32 reason, bool create)
+struct reconcile *stream_rec_slot(struct custode_stream *s, __u64 cgid, __u32 reason, bool create)
 {
-	size_t i = rec_home(cgid, reason);
+	size_t i = stream_rec_home(cgid, reason);
 
 	for (size_t n = 0; n < RECONCILE_SLOTS; n++, i = (i + 1) & RECONCILE_MASK) {
-		struct reconcile *r = &S.rec[i];
+		struct reconcile *r = &s->rec[i];
 
 		if (r->used && r->run_cgid == cgid && r->reason == reason)
 			return r;
 		if (!r->used) {
-			if (!create || S.rec_used >= RECONCILE_MAX)
+			if (!create || s->rec_used >= RECONCILE_MAX)
 				return NULL; /* full: report as the kernel says */
 			r->used = true;
 			r->run_cgid = cgid;
 			r->reason = reason;
 			r->total = 0;
-			r->pass = S.rec_pass;
-			S.rec_used++;
+			r->pass = s->rec_pass;
+			s->rec_used++;
 			return r;
 		}
 	}
@@ -65,26 +58,26 @@ static struct reconcile *rec_slot(__u64 cgid, __u32 reason, bool create)
  * their probe allows (no tombstones: every used slot stays reachable from
  * its home through used slots only).
  */
-static void rec_remove(size_t i)
+static void rec_remove(struct custode_stream *s, size_t i)
 {
 	size_t j = i;
 
-	S.rec_used--;
+	s->rec_used--;
 	for (;;) {
-		S.rec[i].used = false;
+		s->rec[i].used = false;
 		for (;;) {
 			size_t k;
 
 			j = (j + 1) & RECONCILE_MASK;
-			if (!S.rec[j].used)
+			if (!s->rec[j].used)
 				return;
-			k = rec_home(S.rec[j].run_cgid, S.rec[j].reason);
+			k = stream_rec_home(s->rec[j].run_cgid, s->rec[j].reason);
 			/* j stays where it is when its home lies in (i, j] */
 			if (((j - k) & RECONCILE_MASK) < ((j - i) & RECONCILE_MASK))
 				continue;
 			break;
 		}
-		S.rec[i] = S.rec[j];
+		s->rec[i] = s->rec[j];
 		i = j;
 	}
 }
@@ -96,18 +89,18 @@ static void rec_remove(size_t i)
  * only, so a moved slot is one the walk has still to look at (the current
  * position is looked at again).
  */
-static void rec_sweep(void)
+void stream_rec_sweep(struct custode_stream *s)
 {
 	size_t start = 0, i;
 
-	while (start < RECONCILE_SLOTS && S.rec[start].used)
+	while (start < RECONCILE_SLOTS && s->rec[start].used)
 		start++;
 	if (start == RECONCILE_SLOTS)
 		return; /* never: at most 3/4 used */
 	i = (start + 1) & RECONCILE_MASK;
 	while (i != start) {
-		if (S.rec[i].used && S.rec[i].pass != S.rec_pass)
-			rec_remove(i);
+		if (s->rec[i].used && s->rec[i].pass != s->rec_pass)
+			rec_remove(s, i);
 		else
 			i = (i + 1) & RECONCILE_MASK;
 	}
@@ -118,13 +111,13 @@ static void rec_sweep(void)
  * the daemon may have reported part of it already (a quiet window's
  * summary). Keep what's new; a record with nothing new is not published.
  */
-bool stream_reconcile_kernel(json_t *ev)
+bool stream_reconcile_kernel(struct custode_stream *s, json_t *ev)
 {
 	json_t *t = json_object_get(ev, "throttle");
 	__u64 cgid = (__u64)json_integer_value(json_object_get(t, "run_cgid"));
 	__u64 total = (__u64)json_integer_value(json_object_get(t, "total"));
 	int reason = custode_reason_from_name(json_string_value(json_object_get(ev, "reason")));
-	struct reconcile *r = reason >= 0 ? rec_slot(cgid, (__u32)reason, false) : NULL;
+	struct reconcile *r = reason >= 0 ? stream_rec_slot(s, cgid, (__u32)reason, false) : NULL;
 	bool fresh = false;
 	__u64 count;
 
@@ -133,11 +126,11 @@ bool stream_reconcile_kernel(json_t *ev)
 		__u64 id;
 
 		if (rid && custode_run_id_parse(rid, &id) == 0 && id)
-			custode_stream_note_run(cgid, id,
+			custode_stream_note_run(s, cgid, id,
 						(__u32)json_integer_value(json_object_get(json_object_get(ev, "policy"), "version")));
 	}
 	if (!r && reason >= 0)
-		fresh = (r = rec_slot(cgid, (__u32)reason, true)) != NULL;
+		fresh = (r = stream_rec_slot(s, cgid, (__u32)reason, true)) != NULL;
 	if (!r)
 		return true;
 	/*
@@ -146,7 +139,7 @@ bool stream_reconcile_kernel(json_t *ev)
 	 * baseline, not an eviction (it would be reported twice).
 	 */
 	if (!fresh && total <= r->total &&
-	    (__u64)json_integer_value(json_object_get(ev, "boot_ns")) < S.baseline_boot_ns)
+	    (__u64)json_integer_value(json_object_get(ev, "boot_ns")) < s->baseline_boot_ns)
 		return false;
 	/*
 	 * Nothing said about this entry yet (a new slot), or the kernel's entry
@@ -160,17 +153,17 @@ bool stream_reconcile_kernel(json_t *ev)
 	if (!count)
 		return false;
 	json_object_set_new(t, "count", json_integer((json_int_t)count));
-	S.st.throttle_records++;
-	S.st.throttled += count;
+	s->st.throttle_records++;
+	s->st.throttled += count;
 	return true;
 }
 
-static struct known_run *known_slot(__u64 cgid, bool create)
+static struct known_run *known_slot(struct custode_stream *s, __u64 cgid, bool create)
 {
 	size_t h = (size_t)((cgid * 0x9e3779b97f4a7c15ull) >> 40) % KNOWN_SLOTS;
 
 	for (size_t i = 0; i < KNOWN_SLOTS; i++) {
-		struct known_run *k = &S.known[(h + i) % KNOWN_SLOTS];
+		struct known_run *k = &s->known[(h + i) % KNOWN_SLOTS];
 
 		if (k->cgid == cgid)
 			return k;
@@ -182,12 +175,12 @@ static struct known_run *known_slot(__u64 cgid, bool create)
 		}
 	}
 	/* full: recycle the home slot (an old run's summary may then lack its id) */
-	return create ? &S.known[h] : NULL;
+	return create ? &s->known[h] : NULL;
 }
 
-void custode_stream_note_run(__u64 cgid, __u64 run_id, __u32 version)
+void custode_stream_note_run(struct custode_stream *s, __u64 cgid, __u64 run_id, __u32 version)
 {
-	struct known_run *k = S.known && cgid ? known_slot(cgid, true) : NULL;
+	struct known_run *k = s->known && cgid ? known_slot(s, cgid, true) : NULL;
 
 	if (k) {
 		k->cgid = cgid;
@@ -197,18 +190,18 @@ void custode_stream_note_run(__u64 cgid, __u64 run_id, __u32 version)
 }
 
 /* A run by cgroup id: registered now, or seen while it was (its summary may come after it ended). */
-static __u64 run_id_of(__u64 cgid, __u32 *version)
+__u64 stream_run_id_of(struct custode_stream *s, __u64 cgid, __u32 *version)
 {
 	struct custode_run run;
 	struct known_run *k;
 
 	*version = 0;
-	if (S.runs_fd >= 0 && stream_maps->lookup_elem(S.runs_fd, &cgid, &run) == 0) {
-		custode_stream_note_run(cgid, run.run_id, run.policy_version);
+	if (s->runs_fd >= 0 && s->maps.lookup_elem(s->maps.ctx, s->runs_fd, &cgid, &run) == 0) {
+		custode_stream_note_run(s, cgid, run.run_id, run.policy_version);
 		*version = run.policy_version;
 		return run.run_id;
 	}
-	k = S.known ? known_slot(cgid, false) : NULL;
+	k = s->known ? known_slot(s, cgid, false) : NULL;
 	if (!k)
 		return 0;
 	*version = k->version;
@@ -220,7 +213,7 @@ static __u64 run_id_of(__u64 cgid, __u32 *version)
  * of that run and reason came (the storm stopped): once the window is over,
  * the daemon says so itself.
  */
-void stream_throttle_flush(uint64_t window_ns)
+void stream_throttle_flush(struct custode_stream *s, uint64_t window_ns)
 {
 	struct custode_throttle_key key, next;
 	struct custode_throttle val;
@@ -230,17 +223,17 @@ void stream_throttle_flush(uint64_t window_ns)
 	__u64 now;
 	int err;
 
-	if (S.throttle_fd < 0)
+	if (s->throttle_fd < 0)
 		return;
 	clock_gettime(CLOCK_BOOTTIME, &bt);
 	now = (__u64)bt.tv_sec * 1000000000ull + (__u64)bt.tv_nsec;
-	S.rec_pass++;
+	s->rec_pass++;
 	/*
 	 * The kernel makes an entry for the first denial of every (run,
 	 * reason); only those with suppressed denials need a slot. Each entry
 	 * seen marks its slot for this pass; after a complete pass the rest go.
 	 */
-	while ((err = stream_maps->get_next_key(S.throttle_fd, prev, &next)) == 0 && keys++ < THROTTLE_PASS_MAX) {
+	while ((err = s->maps.get_next_key(s->maps.ctx, s->throttle_fd, prev, &next)) == 0 && keys++ < THROTTLE_PASS_MAX) {
 		struct reconcile *r;
 		char when[64], since[64], hex[17];
 		__u32 version;
@@ -249,63 +242,63 @@ void stream_throttle_flush(uint64_t window_ns)
 
 		key = next;
 		prev = &key;
-		if (stream_maps->lookup_elem(S.throttle_fd, &key, &val) < 0)
+		if (s->maps.lookup_elem(s->maps.ctx, s->throttle_fd, &key, &val) < 0)
 			continue;
-		r = rec_slot(key.run_cgid, key.reason, val.suppressed > 0);
+		r = stream_rec_slot(s, key.run_cgid, key.reason, val.suppressed > 0);
 		if (!r)
 			continue;
-		r->pass = S.rec_pass;
+		r->pass = s->rec_pass;
 		if (val.suppressed < r->total)
 			r->total = 0; /* suppressed only grows: the entry was evicted and made again since */
 		if (val.suppressed <= r->total || now - val.window_start_ns < window_ns)
 			continue;
-		run_id = run_id_of(key.run_cgid, &version);
+		run_id = stream_run_id_of(s, key.run_cgid, &version);
 		custode_run_id_format(run_id, hex);
-		custode_time_format_ns((int64_t)now + S.boot_to_wall, 6, when, sizeof(when));
-		custode_time_format_ns((int64_t)val.window_start_ns + S.boot_to_wall, 6, since, sizeof(since));
+		custode_time_format_ns((int64_t)now + s->boot_to_wall, 6, when, sizeof(when));
+		custode_time_format_ns((int64_t)val.window_start_ns + s->boot_to_wall, 6, since, sizeof(since));
 		ev = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:{s:I}, s:{s:I, s:I, s:s, s:I}}", "version",
 			       CUSTODE_EVENT_VERSION, "type", "throttle", "source", "daemon", "time", when, "run_id", hex,
 			       "reason", custode_reason_name((int)key.reason) ? custode_reason_name((int)key.reason) : "unknown",
 			       "policy", "version", (json_int_t)version, "throttle", "count",
 			       (json_int_t)(val.suppressed - r->total), "total", (json_int_t)val.suppressed, "since", since,
 			       "run_cgid", (json_int_t)key.run_cgid);
-		S.st.throttle_records++;
-		S.st.throttled += val.suppressed - r->total;
+		s->st.throttle_records++;
+		s->st.throttled += val.suppressed - r->total;
 		r->total = val.suppressed;
 		if (ev) {
-			custode_event_enrich(S.en, ev);
-			stream_publish(ev);
+			custode_event_enrich(s->en, ev);
+			stream_publish(s, ev);
 			json_decref(ev);
 		}
 	}
 	if (err == -ENOENT) /* the whole map was seen (not cut by an error or endless restarts) */
-		rec_sweep();
+		stream_rec_sweep(s);
 }
 
 /* Start from what the kernel holds: what happened before this daemon is not reported again. */
-void stream_throttle_baseline(void)
+void stream_throttle_baseline(struct custode_stream *s)
 {
 	struct custode_throttle_key key, next;
 	struct custode_throttle val;
 	void *prev = NULL;
 	size_t keys = 0;
 
-	if (S.throttle_fd < 0)
+	if (s->throttle_fd < 0)
 		return;
-	while (stream_maps->get_next_key(S.throttle_fd, prev, &next) == 0 && keys++ < THROTTLE_PASS_MAX) {
+	while (s->maps.get_next_key(s->maps.ctx, s->throttle_fd, prev, &next) == 0 && keys++ < THROTTLE_PASS_MAX) {
 		struct reconcile *r;
 
 		key = next;
 		prev = &key;
 		/* an entry with nothing suppressed needs no slot: a new slot's total is 0 */
-		if (stream_maps->lookup_elem(S.throttle_fd, &key, &val) == 0 && val.suppressed &&
-		    (r = rec_slot(key.run_cgid, key.reason, true)))
+		if (s->maps.lookup_elem(s->maps.ctx, s->throttle_fd, &key, &val) == 0 && val.suppressed &&
+		    (r = stream_rec_slot(s, key.run_cgid, key.reason, true)))
 			r->total = val.suppressed;
 	}
 }
 
 /* Records the full ring buffer lost, per CPU: one "dropped" record when the count moved. */
-void stream_drops_check(bool baseline)
+void stream_drops_check(struct custode_stream *s, bool baseline)
 {
 	struct custode_stats *per;
 	__u32 zero = 0;
@@ -313,20 +306,20 @@ void stream_drops_check(bool baseline)
 	json_t *ev, *arr;
 	char when[64];
 
-	if (S.stats_fd < 0 || S.ncpu <= 0 || !(per = calloc((size_t)S.ncpu, sizeof(*per))))
+	if (s->stats_fd < 0 || s->ncpu <= 0 || !(per = calloc((size_t)s->ncpu, sizeof(*per))))
 		return;
-	if (stream_maps->lookup_elem(S.stats_fd, &zero, per) < 0) {
+	if (s->maps.lookup_elem(s->maps.ctx, s->stats_fd, &zero, per) < 0) {
 		free(per);
 		return;
 	}
 	arr = json_array();
-	for (int i = 0; i < S.ncpu; i++) {
+	for (int i = 0; i < s->ncpu; i++) {
 		total += per[i].events_dropped;
 		json_array_append_new(arr, json_integer((json_int_t)per[i].events_dropped));
 	}
 	free(per);
-	if (baseline || total <= S.last_dropped) {
-		S.last_dropped = total;
+	if (baseline || total <= s->last_dropped) {
+		s->last_dropped = total;
 		json_decref(arr);
 		return;
 	}
@@ -337,12 +330,12 @@ void stream_drops_check(bool baseline)
 		custode_time_format_ns(now.tv_sec * 1000000000LL + now.tv_nsec, 6, when, sizeof(when));
 	}
 	ev = json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:o}", "version", CUSTODE_EVENT_VERSION, "type", "dropped",
-		       "source", "daemon", "time", when, "count", (json_int_t)(total - S.last_dropped), "total",
+		       "source", "daemon", "time", when, "count", (json_int_t)(total - s->last_dropped), "total",
 		       (json_int_t)total, "per_cpu", arr);
-	S.st.dropped += total - S.last_dropped;
-	S.last_dropped = total;
+	s->st.dropped += total - s->last_dropped;
+	s->last_dropped = total;
 	if (ev) {
-		stream_publish(ev);
+		stream_publish(s, ev);
 		json_decref(ev);
 	}
 }
