@@ -1,17 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The one way to open a map the engine pinned under CUSTODE_PIN_MAPS: by its
- * id in include/custode/maps.h, never by a name typed again.
+ * The one way to open what the engine pinned in bpffs: a map under
+ * CUSTODE_PIN_MAPS by its id in include/custode/maps.h, never by a name
+ * typed again; meta; a link under CUSTODE_PIN_LINKS.
  */
 #ifndef CUSTODE_ENGINE_MAPS_H
 #define CUSTODE_ENGINE_MAPS_H
 
+#include <linux/types.h>
+
+#include "custode/abi.h"
 #include "custode/maps.h"
+
+/* The engine's description (struct custode_meta): userspace's own map, pinned beside the maps and links. */
+#define CUSTODE_PIN_META CUSTODE_PIN_ROOT "/meta"
 
 /* The map's name (its BPF variable and its file in bpffs), or NULL for an id out of range. */
 const char *custode_map_name(enum custode_map_id id);
 
 /* A new fd for pinned map id; negative with errno set when it can't be opened (bpf_obj_get's convention). */
 int custode_map_open(enum custode_map_id id);
+
+/* Meta, pinned: an fd, or negative with errno set (bpf_obj_get's convention). */
+int custode_meta_open(void);
+/* Create meta (one zeroed struct custode_meta) and pin it: an fd, or -errno. */
+int custode_meta_create(void);
+
+/* The link pinned as CUSTODE_PIN_LINKS/<name> (bpf_obj_get's convention). */
+int custode_link_open(const char *name);
 
 #endif
