@@ -29,4 +29,21 @@ int custode_meta_create(void);
 /* The link pinned as CUSTODE_PIN_LINKS/<name> (bpf_obj_get's convention). */
 int custode_link_open(const char *name);
 
+/* One pinned map, as custode_map_entries counts it. */
+struct custode_map_count {
+	const char *name;
+	__u32 type;        /* enum bpf_map_type */
+	__u32 max_entries;
+	long long entries; /* -1: not counted (not a hash, LRU hash or trie: arrays are always full) */
+};
+
+/*
+ * Call fn for every map pinned under CUSTODE_PIN_MAPS, in the directory's
+ * order, with the entries of the hash, LRU hash and trie maps counted (at
+ * most `limit`). A map that can't be opened, or a hash map whose key is too
+ * large to walk, is left out. Stops when fn returns non-zero. Only custode
+ * may open the maps (bpf/proc.bpf.c reserves them to the custode binary).
+ */
+void custode_map_entries(long long limit, int (*fn)(const struct custode_map_count *m, void *arg), void *arg);
+
 #endif
