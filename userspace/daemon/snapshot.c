@@ -8,8 +8,8 @@
 #include <bpf/bpf.h>
 
 #include "daemon/service_impl.h"
-#include "engine/maps.h"
 #include "daemon/stream.h"
+#include "engine/maps.h"
 #include "state/runstate.h"
 
 /* ---- snapshots: live counts, and the counts of runs that ended ---- */
