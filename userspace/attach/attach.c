@@ -225,7 +225,7 @@ static int attach_policy(const struct custode_attach_req *req, const struct cust
 	if (req->profile)
 		err = custode_source_profile(req->profile, r, why);
 	else
-		err = custode_source_bundle(req->bundle, req->policy, src, r, why);
+		err = custode_source_bundle(req->bundle, req->policy, src, r, NULL, why);
 	if (err)
 		return err;
 	if (r->p->has_limits && r->p->limits.required)

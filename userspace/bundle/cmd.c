@@ -14,6 +14,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/cmd.h"
+#include "bundle/cmd_int.h"
 #include "bundle/dsse.h"
 #include "bundle/keys.h"
 #include "bundle/sign.h"
@@ -31,36 +32,6 @@ static const char keygen_help[] =
 	"Prints the key id (sha256 of the DER public key).\n"
 	"\n"
 	"Exit: 0 done; 1 refused (bundle.key); 2 usage.\n";
-
-static const char sign_help[] =
-	"usage: custode bundle sign (--key KEY | --signer-cmd CMD [--pub PUB])... [--keyid ID]\n"
-	"                           [--version N] [--valid-for DURATION [--not-before TIME]]\n"
-	"                           [--out FILE] (POLICY.json | - | --profile NAME)\n"
-	"\n"
-	"Sign a policy document into a DSSE bundle, written to stdout (or FILE).\n"
-	"custode sets contentDigest (sha256 of the RFC 8785 form of \"content\") and,\n"
-	"when asked, version, notBefore and notAfter; it changes nothing else. The\n"
-	"signed payload is the RFC 8785 serialization of the resulting document.\n"
-	"\n"
-	"  --key KEY           sign with this private key (repeat for more signatures)\n"
-	"  --signer-cmd CMD    sign with an external command (sh -c CMD): the bytes to\n"
-	"                      sign (DSSE PAE) on its stdin, the RAW signature bytes on\n"
-	"                      its stdout (not base64). custode never sees the key.\n"
-	"                      e.g. P-256: 'openssl dgst -sha256 -sign k.pem'\n"
-	"                      (docs/bundles.md has an Ed25519 recipe)\n"
-	"  --pub PUB           public key of --signer-cmd: its signature is checked\n"
-	"                      before the bundle is written, and its id is the keyid\n"
-	"  --keyid ID          keyid hint, printable ASCII (one signature only;\n"
-	"                      default the key id)\n"
-	"  --version N         set \"version\" (0..2^53)\n"
-	"  --valid-for D       set notBefore = now (or --not-before) and notAfter =\n"
-	"                      notBefore + D: 90s, 15m, 12h, 30d, 2w; required when the\n"
-	"                      document has no notBefore/notAfter\n"
-	"  --not-before TIME   start of the window, YYYY-MM-DDTHH:MM:SSZ\n"
-	"  --profile NAME      sign a built-in profile (custode profiles)\n"
-	"  --out FILE          write the bundle to FILE (atomically) instead of stdout\n"
-	"\n"
-	"Exit: 0 done; 1 refused (policy.invalid, bundle.*); 2 usage.\n";
 
 static const char verify_help[] =
 	"usage: custode bundle verify --trust PUB [--trust PUB...] [--threshold N]\n"
@@ -99,8 +70,7 @@ static const char bundle_help[] =
 	"\n"
 	"docs/bundles.md describes the format and every check.\n";
 
-static int usage_error(const char *help, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int usage_error(const char *help, const char *fmt, ...)
+int custode_bundle_usage_error(const char *help, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -113,7 +83,7 @@ static int usage_error(const char *help, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-static int bad_usage(const char *help)
+int custode_bundle_bad_usage(const char *help)
 {
 	fputs(help, stderr);
 	return EXIT_USAGE;
@@ -136,7 +106,7 @@ static void put_clean(FILE *f, const char *s, size_t len)
 	}
 }
 
-static int refused(const char *verb, const struct custode_refusal *why)
+int custode_bundle_refused(const char *verb, const struct custode_refusal *why)
 {
 	fprintf(stderr, "custode: bundle %s: refused: %s: ", verb,
 		custode_reason_name(why->reason) ? custode_reason_name(why->reason) : "unknown");
@@ -145,7 +115,7 @@ static int refused(const char *verb, const struct custode_refusal *why)
 	return EXIT_BUNDLE_REFUSED;
 }
 
-static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+bool custode_bundle_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 {
 	char *end;
 	unsigned long long v;
@@ -182,265 +152,17 @@ static int cmd_keygen(int argc, char **argv)
 			fputs(keygen_help, stdout);
 			return 0;
 		} else
-			return bad_usage(keygen_help);
+			return custode_bundle_bad_usage(keygen_help);
 	}
 	if (optind != argc)
-		return usage_error(keygen_help, "unexpected argument '%s'", argv[optind]);
+		return custode_bundle_usage_error(keygen_help, "unexpected argument '%s'", argv[optind]);
 	if (!out || !out[0])
-		return usage_error(keygen_help, "--out KEY is required");
+		return custode_bundle_usage_error(keygen_help, "--out KEY is required");
 	if (custode_bundle_keygen(out, alg, id, &why))
-		return refused("keygen", &why);
+		return custode_bundle_refused("keygen", &why);
 	printf("custode: bundle keygen: %s private key %s (mode 0600), public key %s.pub\nkey id %s\n",
 	       custode_key_alg_name(alg), out, out, id);
 	return 0;
-}
-
-/* ---- sign ---- */
-
-#define MAX_SIGNERS 16
-
-static int read_input(const char *path, char **text, size_t *len, struct custode_refusal *why)
-{
-	int err;
-
-	if (strcmp(path, "-") == 0) {
-		size_t cap = 65536, n = 0;
-		char *buf = malloc(cap + 1), *nb;
-		for (;;) {
-			ssize_t r;
-			if (!buf)
-				return custode_refuse(why, ENOMEM, CUSTODE_REASON_POLICY_INVALID, "out of memory");
-			if (n == cap) {
-				if (cap > CUSTODE_POLICY_MAX_BYTES) {
-					free(buf);
-					return custode_refuse(why, EFBIG, CUSTODE_REASON_BUNDLE_TOO_LARGE,
-							      "stdin: larger than %u bytes", CUSTODE_POLICY_MAX_BYTES);
-				}
-				cap *= 2;
-				nb = realloc(buf, cap + 1);
-				if (!nb)
-					free(buf);
-				buf = nb;
-				continue;
-			}
-			r = read(0, buf + n, cap - n);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0) {
-				err = errno;
-				free(buf);
-				return custode_refuse(why, err, CUSTODE_REASON_POLICY_INVALID, "stdin: %s", strerror(err));
-			}
-			if (r == 0)
-				break;
-			n += (size_t)r;
-		}
-		buf[n] = 0;
-		*text = buf;
-		*len = n;
-		return 0;
-	}
-	err = custode_read_file(path, CUSTODE_POLICY_MAX_BYTES, text, len);
-	if (err == -EFBIG)
-		return custode_refuse(why, EFBIG, CUSTODE_REASON_BUNDLE_TOO_LARGE, "%s: larger than %u bytes", path,
-				      CUSTODE_POLICY_MAX_BYTES);
-	if (err)
-		return custode_refuse(why, -err, CUSTODE_REASON_POLICY_INVALID, "%s: %s", path, strerror(-err));
-	return 0;
-}
-
-static int cmd_sign(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"key", required_argument, NULL, 'k'},       {"signer-cmd", required_argument, NULL, 'c'},
-		{"pub", required_argument, NULL, 'p'},       {"keyid", required_argument, NULL, 'i'},
-		{"version", required_argument, NULL, 'V'},   {"valid-for", required_argument, NULL, 'v'},
-		{"not-before", required_argument, NULL, 'n'}, {"profile", required_argument, NULL, 'P'},
-		{"out", required_argument, NULL, 'o'},       {"help", no_argument, NULL, 'h'},
-		{0}};
-	const char *keys[MAX_SIGNERS], *signer_cmd = NULL, *pub = NULL, *keyid = NULL, *profile = NULL, *out = NULL;
-	struct custode_bundle_sig sigs[MAX_SIGNERS + 1];
-	struct custode_refusal why = {0};
-	struct custode_bundle_info *info = NULL;
-	int64_t version = -1, valid_for = 0, not_before = -1, now = (int64_t)time(NULL);
-	unsigned char *pae = NULL;
-	char *text = NULL, *payload = NULL, *env = NULL;
-	size_t n_keys = 0, n_sigs = 0, text_len = 0, payload_len = 0, pae_len = 0, env_len = 0;
-	unsigned long long u;
-	int c, rc = EXIT_BUNDLE_REFUSED, err;
-
-	memset(sigs, 0, sizeof(sigs));
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "k:o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'k':
-			if (n_keys == MAX_SIGNERS)
-				return usage_error(sign_help, "at most %d --key options", MAX_SIGNERS);
-			keys[n_keys++] = optarg;
-			break;
-		case 'c':
-			if (signer_cmd)
-				return usage_error(sign_help, "--signer-cmd may be given once");
-			signer_cmd = optarg;
-			break;
-		case 'p':
-			pub = optarg;
-			break;
-		case 'i':
-			keyid = optarg;
-			break;
-		case 'V':
-			if (!parse_uint(optarg, 9007199254740992ULL, &u))
-				return usage_error(sign_help, "--version '%s': must be an integer 0..2^53", optarg);
-			version = (int64_t)u;
-			break;
-		case 'v':
-			if (custode_duration_parse(optarg, &valid_for) < 0)
-				return usage_error(sign_help, "--valid-for '%s': a positive number and a unit s, m, h, d or w "
-							      "(at most 10 years)", optarg);
-			break;
-		case 'n':
-			if (custode_time_parse(optarg, 0, &not_before, NULL) < 0 || not_before < 0)
-				return usage_error(sign_help, "--not-before '%s': must be YYYY-MM-DDTHH:MM:SSZ", optarg);
-			break;
-		case 'P':
-			profile = optarg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			fputs(sign_help, stdout);
-			return 0;
-		default:
-			return bad_usage(sign_help);
-		}
-	}
-	if (!n_keys && !signer_cmd)
-		return usage_error(sign_help, "--key KEY or --signer-cmd CMD is required");
-	if (pub && !signer_cmd)
-		return usage_error(sign_help, "--pub goes with --signer-cmd");
-	if (keyid && n_keys + (signer_cmd ? 1 : 0) != 1)
-		return usage_error(sign_help, "--keyid needs exactly one signature");
-	if (keyid) {
-		bool printable = keyid[0] && strlen(keyid) <= CUSTODE_BUNDLE_MAX_KEYID;
-		for (const char *k = keyid; printable && *k; k++)
-			printable = *k >= 0x20 && *k < 0x7f;
-		if (!printable)
-			return usage_error(sign_help, "--keyid: 1..%d printable ASCII characters", CUSTODE_BUNDLE_MAX_KEYID);
-	}
-	if (not_before >= 0 && !valid_for)
-		return usage_error(sign_help, "--not-before needs --valid-for");
-	if (profile ? optind != argc : optind != argc - 1)
-		return usage_error(sign_help, "%s",
-				   profile ? "--profile and a file: give one" : "one POLICY.json (or -) is required");
-
-	if (profile) {
-		const struct custode_builtin_profile *bp = custode_profile_find(profile);
-		if (!bp) {
-			custode_refuse(&why, ENOENT, CUSTODE_REASON_POLICY_UNKNOWN_PROFILE, "no built-in profile '%s'", profile);
-			return refused("sign", &why);
-		}
-		text = strndup(bp->text, bp->len);
-		text_len = bp->len;
-		if (!text)
-			return EXIT_BUNDLE_REFUSED;
-	} else if (read_input(argv[optind], &text, &text_len, &why)) {
-		return refused("sign", &why);
-	}
-	info = calloc(1, sizeof(*info));
-	if (!info)
-		goto out;
-	err = custode_bundle_prepare(text, text_len, version, not_before, valid_for, now, &payload, &payload_len, info,
-				     &why);
-	if (err == -ENODATA) {
-		fprintf(stderr, "custode: bundle sign: %s\n", why.detail);
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	if (err) {
-		refused("sign", &why);
-		goto out;
-	}
-	if (custode_dsse_pae(CUSTODE_BUNDLE_PAYLOAD_TYPE, strlen(CUSTODE_BUNDLE_PAYLOAD_TYPE), payload, payload_len, &pae,
-			     &pae_len)) {
-		custode_refuse(&why, ENOMEM, CUSTODE_REASON_BUNDLE_SIGNER, "out of memory");
-		refused("sign", &why);
-		goto out;
-	}
-	for (size_t i = 0; i < n_keys; i++) {
-		struct custode_signing_key *k = NULL;
-		if (custode_signing_key_load(keys[i], &k, &why) || custode_signing_key_sign(k, pae, pae_len, &sigs[n_sigs], &why)) {
-			custode_signing_key_free(k);
-			refused("sign", &why);
-			goto out;
-		}
-		sigs[n_sigs].keyid = strdup(keyid ? keyid : custode_signing_key_id(k));
-		n_sigs++;
-		custode_signing_key_free(k);
-	}
-	if (signer_cmd) {
-		struct custode_trust *t = NULL;
-		char id[CUSTODE_KEY_ID_LEN] = "";
-
-		if (pub && (custode_trust_new(&t) || custode_trust_add_file(t, pub, &why) < 0)) {
-			custode_trust_free(t);
-			refused("sign", &why);
-			goto out;
-		}
-		if (custode_signer_cmd_sign(signer_cmd, pae, pae_len, &sigs[n_sigs], &why)) {
-			custode_trust_free(t);
-			refused("sign", &why);
-			goto out;
-		}
-		n_sigs++;
-		if (t) {
-			if (!custode_key_verify(&t->keys[0], pae, pae_len, sigs[n_sigs - 1].sig, sigs[n_sigs - 1].sig_len)) {
-				custode_refuse(&why, EBADMSG, CUSTODE_REASON_BUNDLE_SIGNER,
-					       "the signer command's output is not a valid %s signature by %s",
-					       custode_key_alg_name(t->keys[0].alg), pub);
-				custode_trust_free(t);
-				refused("sign", &why);
-				goto out;
-			}
-			memcpy(id, t->keys[0].id, sizeof(id));
-			custode_trust_free(t);
-		}
-		if (keyid || id[0])
-			sigs[n_sigs - 1].keyid = strdup(keyid ? keyid : id);
-	}
-	if (custode_dsse_envelope_encode(CUSTODE_BUNDLE_PAYLOAD_TYPE, payload, payload_len, sigs, n_sigs, &env, &env_len,
-					 &why)) {
-		refused("sign", &why);
-		goto out;
-	}
-	if (out) {
-		if ((err = custode_write_file_atomic(out, env, env_len, 0644))) {
-			fprintf(stderr, "custode: bundle sign: %s: %s\n", out, strerror(-err));
-			goto out;
-		}
-	} else if (fwrite(env, 1, env_len, stdout) != env_len || fflush(stdout) != 0) {
-		fprintf(stderr, "custode: bundle sign: stdout: %s\n", strerror(errno));
-		goto out;
-	}
-	{
-		char a[32], b[32];
-		fprintf(stderr, "custode: bundle sign: %s version %llu, %s, valid %s .. %s, %zu signature%s\n", info->name,
-			(unsigned long long)info->version, info->digest, custode_time_format(info->not_before, a, sizeof(a)),
-			custode_time_format(info->not_after, b, sizeof(b)), n_sigs, n_sigs == 1 ? "" : "s");
-		if (info->not_after <= now)
-			fprintf(stderr, "custode: bundle sign: warning: this bundle has already expired\n");
-	}
-	rc = 0;
-out:
-	for (size_t i = 0; i < n_sigs; i++)
-		custode_bundle_sig_clear(&sigs[i]);
-	free(info);
-	free(env);
-	free(pae);
-	free(payload);
-	free(text);
-	return rc;
 }
 
 /* ---- verify ---- */
@@ -457,7 +179,16 @@ static json_t *signers_json(const struct custode_bundle_info *info, const struct
 	return a;
 }
 
-static int cmd_verify(int argc, char **argv)
+struct verify_opts {
+	const char *trust_files[CUSTODE_BUNDLE_MAX_KEYS + 1];
+	size_t n_trust;
+	unsigned threshold, skew;
+	const char *state_dir, *bundle;
+	bool json, no_state, no_update;
+};
+
+/* verify's command line into o: -1 to go on, else the exit code (0 after --help). */
+static int verify_args(int argc, char **argv, struct verify_opts *o)
 {
 	static const struct option opts[] = {
 		{"trust", required_argument, NULL, 't'},     {"threshold", required_argument, NULL, 'T'},
@@ -465,143 +196,172 @@ static int cmd_verify(int argc, char **argv)
 		{"no-state", no_argument, NULL, 'N'},        {"no-update", no_argument, NULL, 'U'},
 		{"json", no_argument, NULL, 'j'},            {"help", no_argument, NULL, 'h'},
 		{0}};
-	struct custode_refusal why = {0};
-	struct custode_trust *trust = NULL;
-	struct custode_bundle_info *info = NULL;
-	struct custode_policy *policy = NULL;
-	const char *state_dir = CUSTODE_BUNDLE_STATE_DIR, *floor = "skipped";
-	unsigned threshold = 1, skew = CUSTODE_BUNDLE_SKEW_DEFAULT;
-	bool json = false, no_state = false, no_update = false, dir_given = false, raised = false;
-	const char *trust_files[CUSTODE_BUNDLE_MAX_KEYS + 1];
-	size_t n_trust = 0;
+	bool dir_given = false;
 	unsigned long long u;
-	int64_t now;
-	int c, rc = EXIT_BUNDLE_REFUSED;
+	int c;
 
+	memset(o, 0, sizeof(*o));
+	o->state_dir = CUSTODE_BUNDLE_STATE_DIR;
+	o->threshold = 1;
+	o->skew = CUSTODE_BUNDLE_SKEW_DEFAULT;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			if (n_trust == CUSTODE_BUNDLE_MAX_KEYS)
-				return usage_error(verify_help, "at most %d --trust keys", CUSTODE_BUNDLE_MAX_KEYS);
-			trust_files[n_trust++] = optarg;
+			if (o->n_trust == CUSTODE_BUNDLE_MAX_KEYS)
+				return custode_bundle_usage_error(verify_help, "at most %d --trust keys", CUSTODE_BUNDLE_MAX_KEYS);
+			o->trust_files[o->n_trust++] = optarg;
 			break;
 		case 'T':
-			if (!parse_uint(optarg, CUSTODE_BUNDLE_MAX_KEYS, &u) || u < 1)
-				return usage_error(verify_help, "--threshold '%s': must be 1..32", optarg);
-			threshold = (unsigned)u;
+			if (!custode_bundle_parse_uint(optarg, CUSTODE_BUNDLE_MAX_KEYS, &u) || u < 1)
+				return custode_bundle_usage_error(verify_help, "--threshold '%s': must be 1..32", optarg);
+			o->threshold = (unsigned)u;
 			break;
 		case 's':
-			if (!parse_uint(optarg, CUSTODE_BUNDLE_SKEW_MAX, &u))
-				return usage_error(verify_help, "--skew '%s': must be 0..300 seconds", optarg);
-			skew = (unsigned)u;
+			if (!custode_bundle_parse_uint(optarg, CUSTODE_BUNDLE_SKEW_MAX, &u))
+				return custode_bundle_usage_error(verify_help, "--skew '%s': must be 0..300 seconds", optarg);
+			o->skew = (unsigned)u;
 			break;
 		case 'd':
-			state_dir = optarg;
+			o->state_dir = optarg;
 			dir_given = true;
 			break;
 		case 'N':
-			no_state = true;
+			o->no_state = true;
 			break;
 		case 'U':
-			no_update = true;
+			o->no_update = true;
 			break;
 		case 'j':
-			json = true;
+			o->json = true;
 			break;
 		case 'h':
 			fputs(verify_help, stdout);
 			return 0;
 		default:
-			return bad_usage(verify_help);
+			return custode_bundle_bad_usage(verify_help);
 		}
 	}
 	if (optind != argc - 1)
-		return usage_error(verify_help, "one BUNDLE is required");
-	if (!n_trust)
-		return usage_error(verify_help, "--trust PUB is required: custode trusts keys, not bundles");
-	if (no_state && (no_update || dir_given))
-		return usage_error(verify_help, "--no-state excludes --no-update and --state-dir");
-	if (!state_dir[0])
-		return usage_error(verify_help, "--state-dir: empty");
+		return custode_bundle_usage_error(verify_help, "one BUNDLE is required");
+	if (!o->n_trust)
+		return custode_bundle_usage_error(verify_help, "--trust PUB is required: custode trusts keys, not bundles");
+	if (o->no_state && (o->no_update || dir_given))
+		return custode_bundle_usage_error(verify_help, "--no-state excludes --no-update and --state-dir");
+	if (!o->state_dir[0])
+		return custode_bundle_usage_error(verify_help, "--state-dir: empty");
+	o->bundle = argv[optind];
+	return -1;
+}
 
+/* What a verified bundle is, on stdout; floor says what was done with the version floor. */
+static void verify_print(const struct verify_opts *o, const struct custode_bundle_info *info,
+			 const struct custode_trust *trust, const char *floor)
+{
+	char a[32], b[32];
+
+	if (o->json) {
+		json_t *j = json_pack("{s:b, s:s, s:I, s:s, s:s, s:s, s:s, s:o, s:s, s:s?}", "verified", 1, "name", info->name,
+				      "version", (json_int_t)info->version, "contentDigest", info->digest, "payloadSha256",
+				      info->payload_sha256, "notBefore", custode_time_format(info->not_before, a, sizeof(a)),
+				      "notAfter", custode_time_format(info->not_after, b, sizeof(b)), "signers",
+				      signers_json(info, trust), "floor", floor, "stateDir", o->no_state ? NULL : o->state_dir);
+		if (j) {
+			json_dumpf(j, stdout, JSON_COMPACT);
+			putchar('\n');
+			json_decref(j);
+		}
+		return;
+	}
+	printf("custode: bundle verified: %s version %llu\n", info->name, (unsigned long long)info->version);
+	printf("  content   %s\n  payload   %s\n", info->digest, info->payload_sha256);
+	for (size_t i = 0; i < info->n_signers; i++) {
+		const char *label = custode_trust_label(trust, info->signers[i].key_id);
+		printf("  signed by %s (%s)", info->signers[i].key_id, label ? label : "?");
+		if (info->signers[i].keyid_hint[0] && strcmp(info->signers[i].keyid_hint, info->signers[i].key_id)) {
+			printf(" keyid \"");
+			put_clean(stdout, info->signers[i].keyid_hint, strlen(info->signers[i].keyid_hint));
+			putchar('"');
+		}
+		putchar('\n');
+	}
+	printf("  valid     %s .. %s\n", custode_time_format(info->not_before, a, sizeof(a)),
+	       custode_time_format(info->not_after, b, sizeof(b)));
+	if (!strcmp(floor, "raised"))
+		printf("  floor     raised to %llu in %s\n", (unsigned long long)info->version, o->state_dir);
+	else if (!strcmp(floor, "unchanged"))
+		printf("  floor     unchanged: version %llu already accepted (%s)\n", (unsigned long long)info->version,
+		       o->state_dir);
+	else if (!strcmp(floor, "checked"))
+		printf("  floor     checked, not raised (--no-update, %s)\n", o->state_dir);
+	else
+		printf("  floor     not checked (--no-state)\n");
+}
+
+/* The version floor as asked: checked, raised, or neither. *floor says which; 0 or -1 (why). */
+static int verify_floor(const struct verify_opts *o, const struct custode_bundle_info *info, const char **floor,
+			struct custode_refusal *why)
+{
+	bool raised = false;
+
+	*floor = "skipped";
+	if (o->no_state)
+		return 0;
+	if (o->no_update) {
+		if (custode_bundle_floor_check(o->state_dir, info, why))
+			return -1;
+		*floor = "checked";
+		return 0;
+	}
+	if (custode_bundle_accept(o->state_dir, info, &raised, why))
+		return -1;
+	*floor = raised ? "raised" : "unchanged";
+	return 0;
+}
+
+static int cmd_verify(int argc, char **argv)
+{
+	struct verify_opts o;
+	struct custode_refusal why = {0};
+	struct custode_trust *trust = NULL;
+	struct custode_bundle_info *info = NULL;
+	struct custode_policy *policy = NULL;
+	const char *floor;
+	int64_t now;
+	int rc;
+
+	if ((rc = verify_args(argc, argv, &o)) >= 0)
+		return rc;
+	rc = EXIT_BUNDLE_REFUSED;
 	if (custode_trust_new(&trust))
 		return EXIT_BUNDLE_REFUSED;
-	for (size_t i = 0; i < n_trust; i++)
-		if (custode_trust_add_file(trust, trust_files[i], &why) < 0)
+	for (size_t i = 0; i < o.n_trust; i++)
+		if (custode_trust_add_file(trust, o.trust_files[i], &why) < 0)
 			goto fail;
-	if (custode_trust_set_threshold(trust, threshold, &why) || custode_trust_set_skew(trust, skew, &why))
+	if (custode_trust_set_threshold(trust, o.threshold, &why) || custode_trust_set_skew(trust, o.skew, &why))
 		goto fail;
 	info = calloc(1, sizeof(*info));
 	if (!info)
 		goto out;
 	/* One `now` for the whole verification. */
 	now = (int64_t)time(NULL);
-	if (custode_bundle_verify_file(argv[optind], trust, now, &policy, info, &why))
+	if (custode_bundle_verify_file(o.bundle, trust, now, &policy, info, &why) || verify_floor(&o, info, &floor, &why))
 		goto fail;
-	if (!no_state) {
-		if (no_update) {
-			if (custode_bundle_floor_check(state_dir, info, &why))
-				goto fail;
-			floor = "checked";
-		} else {
-			if (custode_bundle_accept(state_dir, info, &raised, &why))
-				goto fail;
-			floor = raised ? "raised" : "unchanged";
-		}
-	}
-	if (json) {
-		char a[32], b[32];
-		json_t *o = json_pack("{s:b, s:s, s:I, s:s, s:s, s:s, s:s, s:o, s:s, s:s?}", "verified", 1, "name", info->name,
-				      "version", (json_int_t)info->version, "contentDigest", info->digest, "payloadSha256",
-				      info->payload_sha256, "notBefore", custode_time_format(info->not_before, a, sizeof(a)),
-				      "notAfter", custode_time_format(info->not_after, b, sizeof(b)), "signers",
-				      signers_json(info, trust), "floor", floor, "stateDir", no_state ? NULL : state_dir);
-		if (o) {
-			json_dumpf(o, stdout, JSON_COMPACT);
-			putchar('\n');
-			json_decref(o);
-		}
-	} else {
-		char a[32], b[32];
-		printf("custode: bundle verified: %s version %llu\n", info->name, (unsigned long long)info->version);
-		printf("  content   %s\n  payload   %s\n", info->digest, info->payload_sha256);
-		for (size_t i = 0; i < info->n_signers; i++) {
-			const char *label = custode_trust_label(trust, info->signers[i].key_id);
-			printf("  signed by %s (%s)", info->signers[i].key_id, label ? label : "?");
-			if (info->signers[i].keyid_hint[0] && strcmp(info->signers[i].keyid_hint, info->signers[i].key_id)) {
-				printf(" keyid \"");
-				put_clean(stdout, info->signers[i].keyid_hint, strlen(info->signers[i].keyid_hint));
-				putchar('"');
-			}
-			putchar('\n');
-		}
-		printf("  valid     %s .. %s\n", custode_time_format(info->not_before, a, sizeof(a)),
-		       custode_time_format(info->not_after, b, sizeof(b)));
-		if (!strcmp(floor, "raised"))
-			printf("  floor     raised to %llu in %s\n", (unsigned long long)info->version, state_dir);
-		else if (!strcmp(floor, "unchanged"))
-			printf("  floor     unchanged: version %llu already accepted (%s)\n", (unsigned long long)info->version,
-			       state_dir);
-		else if (!strcmp(floor, "checked"))
-			printf("  floor     checked, not raised (--no-update, %s)\n", state_dir);
-		else
-			printf("  floor     not checked (--no-state)\n");
-	}
+	verify_print(&o, info, trust, floor);
 	rc = 0;
 	goto out;
 fail:
-	if (json) {
-		json_t *o = json_pack("{s:b, s:s, s:s}", "verified", 0, "reason",
+	if (o.json) {
+		json_t *j = json_pack("{s:b, s:s, s:s}", "verified", 0, "reason",
 				      custode_reason_name(why.reason) ? custode_reason_name(why.reason) : "unknown", "detail",
 				      why.detail);
-		if (o) {
-			json_dumpf(o, stdout, JSON_COMPACT);
+		if (j) {
+			json_dumpf(j, stdout, JSON_COMPACT);
 			putchar('\n');
-			json_decref(o);
+			json_decref(j);
 		}
 	}
-	refused("verify", &why);
+	custode_bundle_refused("verify", &why);
 out:
 	custode_policy_free(policy);
 	custode_trust_free(trust);
@@ -641,24 +401,24 @@ static int cmd_inspect(int argc, char **argv)
 			fputs(inspect_help, stdout);
 			return 0;
 		} else
-			return bad_usage(inspect_help);
+			return custode_bundle_bad_usage(inspect_help);
 	}
 	if (optind != argc - 1)
-		return usage_error(inspect_help, "one BUNDLE is required");
+		return custode_bundle_usage_error(inspect_help, "one BUNDLE is required");
 	err = custode_read_file(argv[optind], CUSTODE_BUNDLE_MAX_BYTES, &data, &len);
 	if (err == -EFBIG) {
 		custode_refuse(&why, E2BIG, CUSTODE_REASON_BUNDLE_TOO_LARGE, "%s: more than %u bytes", argv[optind],
 			       CUSTODE_BUNDLE_MAX_BYTES);
-		return refused("inspect", &why);
+		return custode_bundle_refused("inspect", &why);
 	}
 	if (err) {
 		custode_refuse(&why, -err, CUSTODE_REASON_BUNDLE_MALFORMED, "%s: %s", argv[optind], strerror(-err));
-		return refused("inspect", &why);
+		return custode_bundle_refused("inspect", &why);
 	}
 	err = custode_bundle_inspect(data, len, (int64_t)time(NULL), &r, &why);
 	free(data);
 	if (err)
-		return refused("inspect", &why);
+		return custode_bundle_refused("inspect", &why);
 	payload_doc = r->payload_len ? json_loadb((const char *)r->payload, r->payload_len, JSON_REJECT_DUPLICATES, NULL)
 				     : NULL;
 	if (json) {
@@ -757,7 +517,7 @@ int custode_cmd_bundle(int argc, char **argv)
 	if (!strcmp(argv[1], "keygen"))
 		return cmd_keygen(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sign"))
-		return cmd_sign(argc - 1, argv + 1);
+		return custode_bundle_cmd_sign(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verify"))
 		return cmd_verify(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "inspect"))

@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Where a policy comes from: a built-in profile, a named policy among verified bundles, a bundle file (source.h). */
+/*
+ * Where a policy comes from: a built-in profile, a policy file, a named policy
+ * among verified bundles, a bundle file (source.h).
+ */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <jansson.h>
 
 #include "bundle/jcs.h"
 #include "bundle/source.h"
 #include "policy/profiles.h"
+#include "util/fsutil.h"
 
 /* sha256 of the JCS form of the document's content (what contentDigest means). */
 void custode_policy_content_digest(const char *text, size_t len, char out[80])
@@ -23,6 +29,48 @@ void custode_policy_content_digest(const char *text, size_t len, char out[80])
 	if (doc && custode_jcs_sha256(json_object_get(doc, "content"), out, NULL, 0) < 0)
 		out[0] = 0;
 	json_decref(doc);
+}
+
+/* A local policy file is trusted like a built-in only if nobody but root could have written it. */
+static int read_policy_file(const char *path, char **text, size_t *len, struct custode_refusal *why)
+{
+	struct stat st;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+		return custode_refuse(why, err, CUSTODE_REASON_POLICY_INVALID, "--policy %s: %s", path, strerror(err));
+	}
+	close(fd);
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+		return custode_refuse(why, EPERM, CUSTODE_REASON_POLICY_INVALID,
+				      "--policy %s: must be a regular file owned by root and writable only by root", path);
+	err = custode_read_file(path, CUSTODE_POLICY_MAX_BYTES, text, len);
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_POLICY_INVALID, "--policy %s: %s", path,
+				      err == -EFBIG ? "too large" : strerror(-err));
+	return 0;
+}
+
+int custode_source_file(const char *path, struct custode_resolved_policy *r, struct custode_refusal *why)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int err;
+
+	if ((err = read_policy_file(path, &text, &len, why)))
+		return err;
+	err = custode_policy_parse(text, len, &r->p, why);
+	if (!err) {
+		snprintf(r->source, sizeof(r->source), "file");
+		snprintf(r->ref, sizeof(r->ref), "%s", path);
+		custode_policy_content_digest(text, len, r->digest);
+	}
+	free(text);
+	return err;
 }
 
 int custode_source_profile(const char *name, struct custode_resolved_policy *r, struct custode_refusal *why)
@@ -90,7 +138,8 @@ int custode_source_find_named(const char *dir, const char *name, __u64 want_vers
 }
 
 int custode_source_bundle(const char *path, const char *name, const struct custode_policy_source *src,
-			  struct custode_resolved_policy *r, struct custode_refusal *why)
+			  struct custode_resolved_policy *r, struct custode_bundle_info *info_out,
+			  struct custode_refusal *why)
 {
 	struct custode_bundle_info info;
 	int err;
@@ -120,5 +169,7 @@ int custode_source_bundle(const char *path, const char *name, const struct custo
 	snprintf(r->digest, sizeof(r->digest), "%s", info.digest);
 	r->not_before = info.not_before;
 	r->not_after = info.not_after;
+	if (info_out)
+		*info_out = info;
 	return 0;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Where a policy comes from, for runs the daemon makes (attach) and checks
- * (adoption, `custode runs --verify`): a built-in profile by name, the
- * highest verified version of a named policy among the bundles of a
- * directory, or one bundle file. Library code: refusals, no logging.
+ * Where a policy comes from, for the runs the launcher (`custode run`) and
+ * the daemon (attach) make and the daemon checks (adoption, `custode runs
+ * --verify`): a built-in profile by name, a local policy file, the highest
+ * verified version of a named policy among the bundles of a directory, or
+ * one bundle file. Library code: refusals, no logging.
  */
 #ifndef CUSTODE_BUNDLE_SOURCE_H
 #define CUSTODE_BUNDLE_SOURCE_H
@@ -27,8 +28,8 @@ struct custode_policy_source {
 /* A policy and where it came from. */
 struct custode_resolved_policy {
 	struct custode_policy *p; /* the caller frees it */
-	char source[16];          /* "profile", "bundle" */
-	char ref[PATH_MAX];       /* the profile's name, or the bundle file (canonical) */
+	char source[16];          /* "profile", "file", "bundle" */
+	char ref[PATH_MAX];       /* the profile's name, the policy file, or the bundle file (canonical) */
 	char digest[80];
 	int64_t not_before, not_after; /* bundles */
 };
@@ -38,6 +39,13 @@ void custode_policy_content_digest(const char *text, size_t len, char out[80]);
 
 /* A built-in profile. */
 int custode_source_profile(const char *name, struct custode_resolved_policy *r, struct custode_refusal *why);
+
+/*
+ * An unsigned policy document (`custode run --policy`), trusted like a
+ * built-in only if nobody but root could have written it: a regular file
+ * owned by root and writable only by root (the refusals name --policy).
+ */
+int custode_source_file(const char *path, struct custode_resolved_policy *r, struct custode_refusal *why);
 
 /*
  * The highest version of policy `name` (exactly want_version unless it is
@@ -51,9 +59,11 @@ int custode_source_find_named(const char *dir, const char *name, __u64 want_vers
 
 /*
  * A named policy (name non-NULL: found in src->bundles_dir, then accepted:
- * the floor raised) or a bundle file (path: verified and accepted).
+ * the floor raised) or a bundle file (path: verified and accepted). info
+ * (may be NULL) receives the bundle's info: its signers, for a receipt.
  */
 int custode_source_bundle(const char *path, const char *name, const struct custode_policy_source *src,
-			  struct custode_resolved_policy *r, struct custode_refusal *why);
+			  struct custode_resolved_policy *r, struct custode_bundle_info *info,
+			  struct custode_refusal *why);
 
 #endif

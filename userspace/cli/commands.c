@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <unistd.h>
-#include <bpf/bpf.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/exit.h"
 #include "engine/engine.h"
+#include "engine/maps.h"
 #include "policy/policy.h"
 #include "policy/profiles.h"
 #include "util/reasons.h"
@@ -46,48 +44,22 @@ static json_t *class_list(unsigned classes)
 	return a;
 }
 
+static int add_map_entries(const struct custode_map_count *m, void *arg)
+{
+	if (m->entries >= 0)
+		json_object_set_new(arg, m->name, json_integer(m->entries));
+	return 0;
+}
+
 /*
  * Entries of every pinned hash and trie map ({"custode_runs": 0, ...}), so an
- * operator or a test can see that runs leave nothing behind. Only custode may
- * open them (bpf/proc.bpf.c reserves them to the custode binary).
+ * operator or a test can see that runs leave nothing behind.
  */
 static json_t *map_entries(void)
 {
 	json_t *o = json_object();
-	DIR *d = opendir(CUSTODE_PIN_MAPS);
-	struct dirent *de;
 
-	while (d && (de = readdir(d))) {
-		struct bpf_map_info info;
-		__u32 len = sizeof(info);
-		unsigned char key[512], next[512];
-		char path[PATH_MAX];
-		void *prev = NULL;
-		long n = 0;
-		int fd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", CUSTODE_PIN_MAPS, de->d_name);
-		fd = bpf_obj_get(path);
-		memset(&info, 0, sizeof(info));
-		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) < 0 || info.key_size > sizeof(key) ||
-		    (info.type != BPF_MAP_TYPE_HASH && info.type != BPF_MAP_TYPE_LRU_HASH &&
-		     info.type != BPF_MAP_TYPE_LPM_TRIE)) {
-			if (fd >= 0)
-				close(fd);
-			continue;
-		}
-		while (bpf_map_get_next_key(fd, prev, next) == 0 && n < 1L << 24) {
-			memcpy(key, next, info.key_size);
-			prev = key;
-			n++;
-		}
-		close(fd);
-		json_object_set_new(o, de->d_name, json_integer(n));
-	}
-	if (d)
-		closedir(d);
+	custode_map_entries(1LL << 24, add_map_entries, o);
 	return o;
 }
 

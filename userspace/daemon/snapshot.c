@@ -9,6 +9,7 @@
 
 #include "daemon/service_impl.h"
 #include "daemon/stream.h"
+#include "engine/maps.h"
 #include "state/runstate.h"
 
 /* ---- snapshots: live counts, and the counts of runs that ended ---- */
@@ -148,52 +149,20 @@ out:
 	free(st);
 }
 
+static int note_map(const struct custode_map_count *m, void *arg)
+{
+	struct custode_service *v = arg;
+
+	snprintf(v->maps[v->n_maps].name, sizeof(v->maps[0].name), "%s", m->name);
+	v->maps[v->n_maps].entries = m->entries;
+	v->maps[v->n_maps++].max_entries = m->type == BPF_MAP_TYPE_RINGBUF ? 0 : m->max_entries;
+	return v->n_maps == sizeof(v->maps) / sizeof(v->maps[0]);
+}
+
 void service_maps_refresh(struct custode_service *v)
 {
-	DIR *d = opendir(CUSTODE_PIN_MAPS);
-	struct dirent *de;
-
 	v->n_maps = 0;
-	while (d && (de = readdir(d)) && v->n_maps < sizeof(v->maps) / sizeof(v->maps[0])) {
-		struct bpf_map_info info;
-		__u32 len = sizeof(info);
-		unsigned char k[512], nk[512];
-		char path[PATH_MAX];
-		void *prev = NULL;
-		long long n = 0;
-		int fd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", CUSTODE_PIN_MAPS, de->d_name);
-		fd = bpf_obj_get(path);
-		memset(&info, 0, sizeof(info));
-		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) < 0) {
-			if (fd >= 0)
-				close(fd);
-			continue;
-		}
-		if (info.type == BPF_MAP_TYPE_HASH || info.type == BPF_MAP_TYPE_LRU_HASH ||
-		    info.type == BPF_MAP_TYPE_LPM_TRIE) {
-			if (info.key_size > sizeof(k)) {
-				close(fd);
-				continue;
-			}
-			while (n < 4000000 && bpf_map_get_next_key(fd, prev, nk) == 0) {
-				memcpy(k, nk, info.key_size);
-				prev = k;
-				n++;
-			}
-		} else {
-			n = -1;
-		}
-		close(fd);
-		snprintf(v->maps[v->n_maps].name, sizeof(v->maps[0].name), "%s", de->d_name);
-		v->maps[v->n_maps].entries = n;
-		v->maps[v->n_maps++].max_entries = info.type == BPF_MAP_TYPE_RINGBUF ? 0 : info.max_entries;
-	}
-	if (d)
-		closedir(d);
+	custode_map_entries(4000000, note_map, v);
 	v->maps_at = time(NULL);
 }
 

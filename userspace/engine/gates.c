@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 
 #include "engine/gates.h"
+#include "engine/maps.h"
 
 int custode_gates_plan(const struct custode_gates *cur, const struct custode_gate_want *want, size_t n,
 		       struct custode_gates *phase1, struct custode_gates *phase2)
@@ -81,7 +82,7 @@ int custode_gates_plan(const struct custode_gates *cur, const struct custode_gat
 
 int custode_gates_open(struct custode_refusal *why)
 {
-	int fd = bpf_obj_get(CUSTODE_PIN_MAPS "/custode_gates");
+	int fd = custode_map_open(CUSTODE_MAP_GATES);
 
 	if (fd < 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_MISMATCH,

@@ -27,7 +27,6 @@
 #include "dns/launch.h"
 #include "dns/names.h"
 #include "dns/resolver.h"
-#include "policy/profiles.h"
 #include "run/args.h"
 #include "run/program.h"
 #include "run/run.h"
@@ -57,8 +56,7 @@ struct launch {
 	struct custode_program prog;          /* the policy in the engine: rule sets, registration */
 	struct custode_runstate st;
 	struct custode_run_user user;
-	const char *policy_source, *policy_ref;
-	char policy_digest[80];
+	struct custode_resolved_policy from;  /* where the policy came from (from.p is policy) */
 	json_t *bundle_json;
 	bool cgroup_made;
 	int lock_fd;
@@ -70,37 +68,25 @@ struct launch {
 	struct custode_hostaddr_watch hosts;  /* this namespace's own addresses, kept current (egress runs) */
 };
 
-/* A local policy file is trusted like a built-in only if nobody but root could have written it. */
-static int read_policy_file(const char *path, char **text, size_t *len, struct custode_refusal *why)
+/* What the receipt says of a bundle beyond the policy: its payload, window and signers. */
+static json_t *bundle_receipt(const struct custode_bundle_info *info)
 {
-	struct stat st;
-	int fd, err;
+	json_t *signers = json_array();
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		err = errno;
-		if (fd >= 0)
-			close(fd);
-		return custode_refuse(why, err, CUSTODE_REASON_POLICY_INVALID, "--policy %s: %s", path, strerror(err));
-	}
-	close(fd);
-	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
-		return custode_refuse(why, EPERM, CUSTODE_REASON_POLICY_INVALID,
-				      "--policy %s: must be a regular file owned by root and writable only by root", path);
-	err = custode_read_file(path, CUSTODE_POLICY_MAX_BYTES, text, len);
-	if (err)
-		return custode_refuse(why, -err, CUSTODE_REASON_POLICY_INVALID, "--policy %s: %s", path,
-				      err == -EFBIG ? "too large" : strerror(-err));
-	return 0;
+	for (size_t i = 0; i < info->n_signers; i++)
+		json_array_append_new(signers, json_string(info->signers[i].key_id));
+	return json_pack("{s:s, s:I, s:I, s:o}", "payload_sha256", info->payload_sha256, "not_before",
+			 (json_int_t)info->not_before, "not_after", (json_int_t)info->not_after, "signers", signers);
 }
 
+/* The policy of --bundle, --policy or --profile, resolved as every run's is (bundle/source.h). */
 static int load_policy(const struct run_opts *o, struct launch *l, struct custode_refusal *why)
 {
-	struct custode_policy *p = NULL;
-	struct custode_policy **out = &l->policy;
+	struct custode_resolved_policy *r = &l->from;
 	int err;
 
 	if (o->bundle) {
+		struct custode_policy_source src = {0};
 		struct custode_trust *trust = NULL;
 		struct custode_bundle_info info;
 
@@ -109,54 +95,29 @@ static int load_policy(const struct run_opts *o, struct launch *l, struct custod
 		for (size_t i = 0; i < o->n_trust && !err; i++)
 			err = custode_trust_add_file(trust, o->trust[i], why) < 0 ? -1 : 0;
 		/* verify, then raise the version floor, before the policy takes effect */
+		src.trust = trust;
 		if (!err)
-			err = custode_bundle_load(o->bundle, trust, (int64_t)time(NULL), NULL, &p, &info, why);
+			err = custode_source_bundle(o->bundle, NULL, &src, r, &info, why);
 		custode_trust_free(trust);
 		if (err)
-			return err < 0 ? err : -EINVAL;
-		l->policy_source = "bundle";
-		l->policy_ref = o->bundle;
-		snprintf(l->policy_digest, sizeof(l->policy_digest), "%s", info.digest);
-		{
-			json_t *signers = json_array();
-			for (size_t i = 0; i < info.n_signers; i++)
-				json_array_append_new(signers, json_string(info.signers[i].key_id));
-			l->bundle_json = json_pack("{s:s, s:I, s:I, s:o}", "payload_sha256", info.payload_sha256,
-						   "not_before", (json_int_t)info.not_before, "not_after",
-						   (json_int_t)info.not_after, "signers", signers);
-		}
-	} else if (o->policy_file) {
-		char *text = NULL;
-		size_t len = 0;
-
-		if ((err = read_policy_file(o->policy_file, &text, &len, why)))
 			return err;
-		err = custode_policy_parse(text, len, &p, why);
-		if (!err)
-			custode_policy_content_digest(text, len, l->policy_digest);
-		free(text);
-		l->policy_source = "file";
-		l->policy_ref = o->policy_file;
+		/* the receipt names the bundle as it was given */
+		snprintf(r->ref, sizeof(r->ref), "%s", o->bundle);
+		l->bundle_json = bundle_receipt(&info);
+	} else if (o->policy_file) {
+		err = custode_source_file(o->policy_file, r, why);
 	} else {
-		const struct custode_builtin_profile *bp = custode_profile_find(o->profile);
-
-		if (!bp)
-			return custode_refuse(why, ENOENT, CUSTODE_REASON_POLICY_UNKNOWN_PROFILE,
-					      "no built-in profile named '%s' (see `custode profiles`)", o->profile);
-		err = custode_policy_parse(bp->text, bp->len, &p, why);
-		if (!err)
-			custode_policy_content_digest(bp->text, bp->len, l->policy_digest);
-		l->policy_source = "profile";
-		l->policy_ref = bp->name;
+		err = custode_source_profile(o->profile, r, why);
 	}
 	if (err)
 		return err;
-	if (o->n_allows && !p->has_network) {
-		custode_policy_free(p);
+	if (o->n_allows && !r->p->has_network) {
+		custode_policy_free(r->p);
+		r->p = NULL;
 		return custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE,
 				      "--allow needs a policy with a network section (e.g. --profile net-only)");
 	}
-	*out = p;
+	l->policy = r->p;
 	return 0;
 }
 
@@ -224,7 +185,7 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	custode_run_id_format(l->st.run_id, hex);
 	snprintf(l->st.workspace, sizeof(l->st.workspace), "%s", ws);
 	snprintf(l->st.policy, sizeof(l->st.policy), "%s", l->policy->name);
-	snprintf(l->st.source, sizeof(l->st.source), "%s", l->policy_source ? l->policy_source : "");
+	snprintf(l->st.source, sizeof(l->st.source), "%s", l->from.source);
 	for (size_t i = 0; i < o->n_allows && i < 16; i++)
 		snprintf(l->st.allows[l->st.n_allows++], sizeof(l->st.allows[0]), "%s", o->allow_strs[i]);
 	l->st.launcher_pid = getpid();
@@ -599,9 +560,9 @@ static void write_receipt(const struct launch *l, const struct run_opts *o, cons
 	struct custode_receipt rc = {
 		.st = &l->st,
 		.policy = l->policy,
-		.policy_source = l->policy_source,
-		.policy_ref = l->policy_ref,
-		.policy_digest = l->policy_digest[0] ? l->policy_digest : NULL,
+		.policy_source = l->from.source,
+		.policy_ref = l->from.ref,
+		.policy_digest = l->from.digest[0] ? l->from.digest : NULL,
 		.bundle = l->bundle_json,
 		.user = &l->user,
 		.argv = o->argv,

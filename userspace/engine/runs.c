@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Runs in the engine's maps (engine.h): registration, the run's record and
+ * counters, the generations that invalidate cached decisions, and the wait
+ * for programs still running with what they read before a change.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "engine/engine.h"
+#include "engine/maps.h"
+
+int custode_engine_count_runs(struct custode_engine *e)
+{
+	__u64 key, next;
+	int n = 0;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(e->runs_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		n++;
+	}
+	return n;
+}
+
+int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run)
+{
+	struct custode_counters zero;
+
+	memset(&zero, 0, sizeof(zero));
+	if (bpf_map_update_elem(e->counters_fd, &cgid, &zero, BPF_ANY) < 0)
+		return -errno;
+	if (bpf_map_update_elem(e->runs_fd, &cgid, run, BPF_NOEXIST) < 0) {
+		int err = -errno;
+		bpf_map_delete_elem(e->counters_fd, &cgid);
+		return err;
+	}
+	return custode_engine_bump_runs_gen();
+}
+
+int custode_engine_bump_fs_gen(struct custode_engine *e)
+{
+	__u32 zero = 0;
+	__u64 gen = 0;
+	int fd = custode_map_open(CUSTODE_MAP_FS_GEN);
+
+	if (fd < 0)
+		return -errno;
+	/* the kernel adds 1 atomically; a jump of 2^32 can't land on a value it used before */
+	if (bpf_map_lookup_elem(fd, &zero, &gen) == 0) {
+		gen += 1ull << 32;
+		bpf_map_update_elem(fd, &zero, &gen, BPF_ANY);
+	}
+	close(fd);
+	(void)e;
+	return 0;
+}
+
+int custode_engine_run_cache(void)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	int fd = custode_map_open(CUSTODE_MAP_RUN_CACHE), active;
+
+	if (fd < 0)
+		return -errno;
+	memset(&info, 0, sizeof(info));
+	active = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.type == 32 /* BPF_MAP_TYPE_CGRP_STORAGE */;
+	close(fd);
+	return active;
+}
+
+/*
+ * After every change to custode_runs or custode_gates: the run cache
+ * (include/custode/abi.h) holds only answers computed at the new value.
+ */
+int custode_engine_bump_runs_gen(void)
+{
+	__u32 zero = 0;
+	__u64 gen = 0;
+	int fd = custode_map_open(CUSTODE_MAP_RUNS_GEN), err = 0;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno; /* an engine without the run cache */
+	if (bpf_map_lookup_elem(fd, &zero, &gen) < 0)
+		err = -errno;
+	gen = (gen + 1) & ~CUSTODE_RUN_CACHE_VALID;
+	if (!err && bpf_map_update_elem(fd, &zero, &gen, BPF_ANY) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+int custode_engine_unregister(struct custode_engine *e, __u64 cgid)
+{
+	int err = 0;
+
+	if (bpf_map_delete_elem(e->runs_fd, &cgid) < 0 && errno != ENOENT)
+		err = -errno;
+	custode_engine_bump_fs_gen(e);
+	custode_engine_bump_runs_gen();
+	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)
+		err = -errno;
+	return err;
+}
+
+int custode_engine_unregister_final(struct custode_engine *e, __u64 cgid, struct custode_counters *final)
+{
+	int err = 0;
+
+	/* the run first: from here on no hook counts for it, so the counters read next are its last */
+	if (bpf_map_delete_elem(e->runs_fd, &cgid) < 0 && errno != ENOENT)
+		err = -errno;
+	custode_engine_bump_fs_gen(e);
+	custode_engine_bump_runs_gen();
+	if (final && custode_engine_get_counters(e, cgid, final) < 0)
+		memset(final, 0, sizeof(*final));
+	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)
+		err = -errno;
+	return err;
+}
+
+int custode_engine_get_run(struct custode_engine *e, __u64 cgid, struct custode_run *out)
+{
+	return bpf_map_lookup_elem(e->runs_fd, &cgid, out) ? -errno : 0;
+}
+
+int custode_engine_set_run(struct custode_engine *e, __u64 cgid, const struct custode_run *run)
+{
+	int err = bpf_map_update_elem(e->runs_fd, &cgid, run, BPF_EXIST) ? -errno : 0;
+
+	/* a changed run (cancelled, new rules) must not be served decisions cached for the old one */
+	custode_engine_bump_fs_gen(e);
+	return err;
+}
+
+int custode_engine_quiesce(void)
+{
+	int err;
+
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+		return 0;
+	err = -errno;
+	/* refused on nohz_full hosts: a grace period takes milliseconds; wait well beyond one */
+	usleep(100 * 1000);
+	return err;
+}
+
+int custode_engine_get_counters(struct custode_engine *e, __u64 cgid, struct custode_counters *out)
+{
+	return bpf_map_lookup_elem(e->counters_fd, &cgid, out) ? -errno : 0;
+}
+
+int custode_engine_get_stats(struct custode_engine *e, struct custode_stats *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct custode_stats *per;
+	__u32 zero = 0;
+
+	if (ncpu <= 0)
+		return -EINVAL;
+	per = calloc((size_t)ncpu, sizeof(*per));
+	if (!per)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(e->stats_fd, &zero, per) < 0) {
+		int err = -errno;
+		free(per);
+		return err;
+	}
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < ncpu; i++) {
+		out->events += per[i].events;
+		out->events_dropped += per[i].events_dropped;
+	}
+	free(per);
+	return 0;
+}
