@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
-#include "cli/exit.h"
+#include "util/exit.h"
 #include "engine/engine.h"
 #include "policy/policy.h"
 #include "policy/profiles.h"
