@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The control socket's protocol (userspace/daemon/control.c, client.c):
+ * The control socket's protocol (userspace/daemon/control.c, control/client.c):
  * line framing (custode_control_take_line), error answers, and the server
  * itself — run in-process on a socket in a temporary directory with the
  * daemon's event loop in a thread (no BPF needed): malformed and non-object

@@ -10,8 +10,8 @@
 
 #include "attach/attach.h"
 #include "attach/cmd.h"
-#include "cli/exit.h"
-#include "daemon/control.h"
+#include "util/exit.h"
+#include "control/control.h"
 #include "engine/engine.h"
 #include "state/runstate.h"
 #include "util/reasons.h"

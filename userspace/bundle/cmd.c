@@ -18,7 +18,7 @@
 #include "bundle/dsse.h"
 #include "bundle/keys.h"
 #include "bundle/sign.h"
-#include "cli/exit.h"
+#include "util/exit.h"
 #include "util/time.h"
 #include "policy/profiles.h"
 #include "util/fsutil.h"

@@ -14,7 +14,7 @@
 #include "bundle/dsse.h"
 #include "bundle/keys.h"
 #include "bundle/sign.h"
-#include "cli/exit.h"
+#include "util/exit.h"
 #include "policy/profiles.h"
 #include "util/fsutil.h"
 #include "util/time.h"

@@ -9,7 +9,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
-#include "cli/exit.h"
+#include "util/exit.h"
 #include "engine/engine.h"
 #include "engine/maps.h"
 #include "policy/policy.h"

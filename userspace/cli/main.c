@@ -6,7 +6,7 @@
 #include "attach/cmd.h"
 #include "bundle/cmd.h"
 #include "cli/commands.h"
-#include "cli/exit.h"
+#include "util/exit.h"
 #include "daemon/daemon.h"
 #include "doctor/doctor.h"
 #include "events/events.h"

@@ -21,7 +21,7 @@
 #include <sys/un.h>
 #include <jansson.h>
 
-#include "cli/exit.h"
+#include "util/exit.h"
 #include "custode/resolver.h"
 #include "engine/hostaddrs.h"
 #include "daemon/bundles.h"

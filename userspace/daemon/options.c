@@ -8,7 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "cli/exit.h"
+#include "util/exit.h"
 #include "custode/resolver.h"
 #include "daemon/control.h"
 #include "daemon/daemon.h"

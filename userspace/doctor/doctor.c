@@ -10,7 +10,7 @@
 #include <linux/magic.h>
 
 #include "cgroup/cgroup.h"
-#include "cli/exit.h"
+#include "util/exit.h"
 #include "doctor/doctor.h"
 #include "engine/engine.h"
 #include "engine/hooks.h"

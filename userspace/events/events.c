@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
-#include "cli/exit.h"
-#include "daemon/control.h"
+#include "util/exit.h"
+#include "control/control.h"
 #include "engine/engine.h"
 #include "events/events.h"
 #include "custode/addr.h"

@@ -11,7 +11,7 @@
 #include <bpf/bpf.h>
 
 #include "cgroup/cgroup.h"
-#include "cli/exit.h"
+#include "util/exit.h"
 #include "run/run.h"
 #include "util/reasons.h"
 

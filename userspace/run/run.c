@@ -23,7 +23,7 @@
 #include "bundle/bundle.h"
 #include "bundle/source.h"
 #include "cgroup/cgroup.h"
-#include "cli/exit.h"
+#include "util/exit.h"
 #include "dns/launch.h"
 #include "dns/names.h"
 #include "dns/resolver.h"

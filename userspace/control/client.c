@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The client side of the control socket (control.h). */
+/* The client side of the control socket (control/control.h). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "daemon/control.h"
+#include "control/control.h"
 
 int custode_control_take_line(char *buf, size_t *len, size_t max, char **line)
 {

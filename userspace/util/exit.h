@@ -9,8 +9,8 @@
  * `custode run` composes with them: a status the wrapped command cannot
  * easily produce by accident means custode itself spoke.
  */
-#ifndef CUSTODE_CLI_EXIT_H
-#define CUSTODE_CLI_EXIT_H
+#ifndef CUSTODE_UTIL_EXIT_H
+#define CUSTODE_UTIL_EXIT_H
 
 /* Bad command line: unknown option, missing or malformed argument. */
 #define EXIT_USAGE 2
