@@ -67,7 +67,7 @@ static void setup(const char *file, uint64_t max_bytes, unsigned keep, size_t hi
 
 	signal(SIGPIPE, SIG_IGN); /* as the daemon does */
 	cr_assert_eq(custode_stream_new(&o, &strm), 0);
-	cr_assert(strm->out_none && strm->out.fd == -1 && strm->rec && strm->known && (!history || strm->hist));
+	cr_assert(strm->out_none && strm->out.fd == -1 && strm->rec.cap && strm->known.cap && (!history || strm->hist));
 	if (file)
 		cr_assert_eq(stream_file_open(strm), 0);
 }
@@ -991,6 +991,32 @@ Test(stream_throttle, kernel_records_reconciled_by_totals)
 	custode_stream_close(strm);
 }
 
+/* Runs remembered after they end: KNOWN_MAX of them; each new one past that makes one other forgotten, never itself. */
+Test(stream_throttle, known_runs_full_forgets_one_per_new_run)
+{
+	size_t remembered = 0;
+	__u32 version;
+
+	setup(NULL, 0, 0, 4);
+	for (__u64 c = 1; c <= KNOWN_MAX + 100; c++) {
+		custode_stream_note_run(strm, c, 0x1000 + c, 3);
+		cr_assert_eq(stream_run_id_of(strm, c, &version), 0x1000 + c, "run %llu just seen", (unsigned long long)c);
+		cr_assert_eq(version, 3);
+	}
+	cr_expect_eq(custode_table_count(&strm->known), KNOWN_MAX);
+	for (__u64 c = 1; c <= KNOWN_MAX + 100; c++) {
+		__u64 id = stream_run_id_of(strm, c, &version);
+
+		cr_assert(id == 0 || id == 0x1000 + c, "run %llu: its own id or none", (unsigned long long)c);
+		remembered += id != 0;
+	}
+	cr_expect_eq(remembered, KNOWN_MAX);
+	custode_stream_note_run(strm, 1, 0x5555, 4); /* seen again (remembered or not): its id now */
+	cr_expect_eq(stream_run_id_of(strm, 1, &version), 0x5555);
+	cr_expect_eq(version, 4);
+	custode_stream_close(strm);
+}
+
 Test(stream_throttle, bad_records_counted)
 {
 	unsigned char junk[200];
@@ -1155,21 +1181,41 @@ static void fake_clear(void)
 #define READ_DENIED CUSTODE_REASON_FILE_READ_DENIED
 #define WRITE_DENIED CUSTODE_REASON_FILE_WRITE_DENIED
 
+/* A pair's home slot in the reconcile table: util/table.h's default hash of its key, its low bits. */
+static size_t rec_home(__u64 cgid, __u32 reason)
+{
+	struct custode_throttle_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.run_cgid = cgid;
+	k.reason = reason;
+	return (size_t)custode_hash_bytes(&k, sizeof(k)) & (strm->rec.cap - 1);
+}
+
+/* The key in slot i of the reconcile table. */
+static const struct custode_throttle_key *rec_key(size_t i)
+{
+	return (const struct custode_throttle_key *)(strm->rec.slot + i * strm->rec.stride);
+}
+
 /* Every used slot reachable from its home through used slots (no hole a lookup would stop at); the count right. */
 static void rec_check_table(void)
 {
 	size_t used = 0;
 
 	for (size_t i = 0; i < RECONCILE_SLOTS; i++) {
-		if (!strm->rec[i].used)
+		const struct custode_throttle_key *k = rec_key(i);
+
+		if (!strm->rec.used[i])
 			continue;
 		used++;
-		for (size_t j = stream_rec_home(strm->rec[i].run_cgid, strm->rec[i].reason); j != i; j = (j + 1) & RECONCILE_MASK)
-			cr_assert(strm->rec[j].used, "slot %zu (home %zu) cut off by the empty slot %zu", i,
-				  stream_rec_home(strm->rec[i].run_cgid, strm->rec[i].reason), j);
-		cr_assert_eq(stream_rec_slot(strm, strm->rec[i].run_cgid, strm->rec[i].reason, false), &strm->rec[i]);
+		for (size_t j = rec_home(k->run_cgid, k->reason); j != i; j = (j + 1) % RECONCILE_SLOTS)
+			cr_assert(strm->rec.used[j], "slot %zu (home %zu) cut off by the empty slot %zu", i,
+				  rec_home(k->run_cgid, k->reason), j);
+		cr_assert_eq((void *)stream_rec_slot(strm, k->run_cgid, k->reason, false),
+			     (void *)(strm->rec.slot + i * strm->rec.stride + strm->rec.val_off));
 	}
-	cr_assert_eq(used, strm->rec_used);
+	cr_assert_eq(used, custode_table_count(&strm->rec));
 }
 
 /*
@@ -1186,16 +1232,16 @@ Test(stream_throttle, entries_without_suppressed_denials_take_no_slot)
 	for (__u64 i = 0; i < 20000; i++)
 		fake_put(1000 + i, READ_DENIED, 0);
 	stream_throttle_baseline(strm);
-	cr_expect_eq(strm->rec_used, 0, "the baseline made no slot for them");
+	cr_expect_eq(custode_table_count(&strm->rec), 0, "the baseline made no slot for them");
 	stream_throttle_flush(strm, 1);
-	cr_expect_eq(strm->rec_used, 0, "nor did a flush");
+	cr_expect_eq(custode_table_count(&strm->rec), 0, "nor did a flush");
 	cr_expect_eq(strm->st.throttle_records, 0);
 	/* a pair with suppressed denials, after all of those: its quiet window is summarised */
 	fake_put(999999, READ_DENIED, 7);
 	stream_throttle_flush(strm, 1);
 	cr_expect_eq(strm->st.throttle_records, 1);
 	cr_expect_eq(strm->st.throttled, 7);
-	cr_expect_eq(strm->rec_used, 1);
+	cr_expect_eq(custode_table_count(&strm->rec), 1);
 	stream_throttle_flush(strm, 1);
 	cr_expect_eq(strm->st.throttle_records, 1, "said once");
 	fake_close();
@@ -1220,7 +1266,7 @@ Test(stream_throttle, slots_of_gone_entries_are_freed)
 			fake_put(cgid++, i % 2 ? READ_DENIED : WRITE_DENIED, 3);
 		stream_throttle_flush(strm, 1);
 		cr_assert_eq(strm->st.throttle_records, (uint64_t)(r + 1) * per, "round %u: every pair summarised", r);
-		cr_assert_eq(strm->rec_used, per, "round %u: the previous round's slots are gone", r);
+		cr_assert_eq(custode_table_count(&strm->rec), per, "round %u: the previous round's slots are gone", r);
 		stream_throttle_flush(strm, 1);
 		cr_assert_eq(strm->st.throttle_records, (uint64_t)(r + 1) * per, "round %u: nothing said twice", r);
 	}
@@ -1233,7 +1279,7 @@ Test(stream_throttle, slots_of_gone_entries_are_freed)
 	cr_expect_eq(strm->st.throttled, (uint64_t)rounds * per * 3 + 2);
 	fake_clear();
 	stream_throttle_flush(strm, 1);
-	cr_expect_eq(strm->rec_used, 0);
+	cr_expect_eq(custode_table_count(&strm->rec), 0);
 	fake_close();
 }
 
@@ -1245,20 +1291,20 @@ Test(stream_throttle, cut_pass_frees_nothing)
 	for (__u64 i = 1; i <= 10; i++)
 		fake_put(i, READ_DENIED, 2);
 	stream_throttle_flush(strm, 1);
-	cr_assert_eq(strm->rec_used, 10);
+	cr_assert_eq(custode_table_count(&strm->rec), 10);
 	cr_assert_eq(strm->st.throttle_records, 10);
 	fake_fail_after = 3; /* the walk ends in EIO after 3 keys */
 	fake_calls = 0;
 	stream_throttle_flush(strm, 1);
-	cr_expect_eq(strm->rec_used, 10, "the slots of the keys it did not get to stay");
+	cr_expect_eq(custode_table_count(&strm->rec), 10, "the slots of the keys it did not get to stay");
 	cr_expect_eq(strm->st.throttle_records, 10, "and nothing was said again");
 	fake_fail_after = -1;
 	stream_throttle_flush(strm, 1);
-	cr_expect_eq(strm->rec_used, 10);
+	cr_expect_eq(custode_table_count(&strm->rec), 10);
 	cr_expect_eq(strm->st.throttle_records, 10);
 	fake_del(4, READ_DENIED);
 	stream_throttle_flush(strm, 1);
-	cr_expect_eq(strm->rec_used, 9);
+	cr_expect_eq(custode_table_count(&strm->rec), 9);
 	cr_expect_null(stream_rec_slot(strm, 4, READ_DENIED, false));
 	fake_close();
 }
@@ -1276,7 +1322,7 @@ Test(stream_throttle, removal_keeps_probing_correct)
 	setup(NULL, 0, 0, 0);
 	/* pairs whose home is home .. home+2: one cluster of 64 across the end of the table */
 	for (__u64 c = 1; n < 64 && c < (1ull << 32); c++) {
-		size_t h = stream_rec_home(c, READ_DENIED);
+		size_t h = rec_home(c, READ_DENIED);
 
 		if (h == home || h == home + 1 || (n > 40 && h == home + 2))
 			keys[n++] = c;
@@ -1288,7 +1334,7 @@ Test(stream_throttle, removal_keeps_probing_correct)
 		cr_assert_not_null(r);
 		r->total = 1000 + i;
 	}
-	cr_assert(strm->rec[0].used && strm->rec[40].used, "the cluster wraps");
+	cr_assert(strm->rec.used[0] && strm->rec.used[40], "the cluster wraps");
 	rec_check_table();
 	/* a pass that saw every third pair */
 	strm->rec_pass++;
@@ -1296,7 +1342,7 @@ Test(stream_throttle, removal_keeps_probing_correct)
 		stream_rec_slot(strm, keys[i], READ_DENIED, false)->pass = strm->rec_pass;
 	stream_rec_sweep(strm);
 	rec_check_table();
-	cr_expect_eq(strm->rec_used, (n + 2) / 3);
+	cr_expect_eq(custode_table_count(&strm->rec), (n + 2) / 3);
 	for (size_t i = 0; i < n; i++) {
 		struct reconcile *r = stream_rec_slot(strm, keys[i], READ_DENIED, false);
 
@@ -1320,7 +1366,7 @@ Test(stream_throttle, load_factor_bounded)
 	for (__u64 c = 100000; c < 100000 + RECONCILE_SLOTS; c++)
 		made += stream_rec_slot(strm, c, READ_DENIED, true) != NULL;
 	cr_expect_eq(made, RECONCILE_MAX);
-	cr_expect_eq(strm->rec_used, RECONCILE_MAX);
+	cr_expect_eq(custode_table_count(&strm->rec), RECONCILE_MAX);
 	cr_expect_null(stream_rec_slot(strm, 1, READ_DENIED, false));
 	cr_expect_not_null(stream_rec_slot(strm, 100000, READ_DENIED, false));
 	rec_check_table();

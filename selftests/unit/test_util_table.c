@@ -2,8 +2,8 @@
 /*
  * util/table: the one hash table. Insert, find, delete; backward-shift
  * deletion inside and across the end of a probe cluster; a bounded table at
- * its max; growth; walks that delete; clear; struct keys and sets; and
- * random operations checked against a plain array.
+ * its max, and an evicting one; growth; walks that delete; clear; struct
+ * keys and sets; and random operations checked against a plain array.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -100,6 +100,7 @@ Test(util_table, bad_specs)
 		{.key_size = 8, .slots = 12},                /* not a power of two */
 		{.key_size = 8, .slots = 16, .max = 16},     /* no empty slot left when full */
 		{.key_size = 8, .slots = 16, .max = 17},
+		{.key_size = 8, .slots = 16, .evict = true}, /* evicting, but not bounded */
 		{.key_size = SIZE_MAX, .slots = 16},
 	};
 
@@ -200,6 +201,79 @@ Test(util_table, bounded_full)
 	cr_assert_eq(put_u64(&t, 200, 2), 1, "room again after a delete");
 	cr_assert_eq(put_u64(&t, 201, 2), -ENOSPC);
 	cr_assert_null(find_u64(&t, 201), "a refused key is not there");
+	custode_table_free(&t);
+}
+
+/*
+ * An evicting table at max: the entry in the new key's home slot goes, or
+ * if that is empty the first one after it (across the end); a key already
+ * there evicts nothing.
+ */
+Test(util_table, evicting_full)
+{
+	struct custode_table t;
+	struct custode_table_spec spec = {
+		.key_size = sizeof(uint64_t), .val_size = sizeof(uint64_t), .slots = 8, .max = 4, .hash = hash_ident, .evict = true};
+
+	cr_assert_eq(custode_table_init(&t, &spec), 0);
+	for (uint64_t k = 1; k <= 4; k++)
+		cr_assert_eq(put_u64(&t, k, k * 10), 1);
+	cr_assert_eq(put_u64(&t, 3, 33), 0, "a key already there: nothing evicted");
+	cr_assert_eq(custode_table_count(&t), 4);
+	cr_assert_eq(put_u64(&t, 9, 90), 1, "home 1: 1 goes");
+	cr_assert_null(find_u64(&t, 1));
+	cr_assert(find_u64(&t, 9) && *find_u64(&t, 9) == 90 && t.used[1], "9 in slot 1, its value zeroed then set");
+	cr_assert_eq(*find_u64(&t, 2), 20);
+	cr_assert_eq(*find_u64(&t, 3), 33);
+	cr_assert_eq(*find_u64(&t, 4), 40);
+	cr_assert_eq(custode_table_count(&t), 4);
+	cr_assert_eq(put_u64(&t, 6, 60), 1, "home 6 empty: the first entry after it, across the end (9 in slot 1)");
+	cr_assert_null(find_u64(&t, 9));
+	cr_assert(find_u64(&t, 6) && find_u64(&t, 2) && find_u64(&t, 3) && find_u64(&t, 4));
+	cr_assert_eq(custode_table_count(&t), 4);
+	/* 2, 10, 18 (home 2) in slots 2..4, 5 in 5: 26 (home 2) evicts 2, 10 and 18 move back, 26 goes to slot 4 */
+	custode_table_clear(&t);
+	for (uint64_t k = 2; k <= 18; k += 8)
+		cr_assert_eq(put_u64(&t, k, k), 1);
+	cr_assert_eq(put_u64(&t, 5, 5), 1);
+	cr_assert_eq(put_u64(&t, 26, 26), 1);
+	cr_assert_null(find_u64(&t, 2));
+	cr_assert(find_u64(&t, 10) && find_u64(&t, 18) && find_u64(&t, 5) && find_u64(&t, 26));
+	cr_assert_eq(memcmp(t.slot + 2 * t.stride, &(uint64_t){10}, 8), 0);
+	cr_assert_eq(memcmp(t.slot + 4 * t.stride, &(uint64_t){26}, 8), 0);
+	custode_table_free(&t);
+}
+
+/* Many more keys than max: count stays at max, the key just put is always there, every entry found. */
+Test(util_table, evicting_churn)
+{
+	struct custode_table t;
+	struct custode_table_spec spec = {
+		.key_size = sizeof(uint64_t), .val_size = sizeof(uint64_t), .slots = 1024, .max = 512, .evict = true};
+	struct custode_table_iter it;
+	const void *key;
+	void *val;
+	uint64_t s = 11;
+	size_t seen = 0;
+
+	cr_assert_eq(custode_table_init(&t, &spec), 0);
+	for (unsigned i = 0; i < 20000; i++) {
+		uint64_t k = rnd(&s) % 5000;
+
+		cr_assert_geq(put_u64(&t, k, k + 1), 0);
+		cr_assert(find_u64(&t, k) && *find_u64(&t, k) == k + 1, "%u: %llu just put", i, (unsigned long long)k);
+		cr_assert_leq(custode_table_count(&t), 512);
+	}
+	cr_assert_eq(custode_table_count(&t), 512);
+	custode_table_iter_init(&t, &it);
+	while (custode_table_iter_next(&t, &it, &key, &val)) {
+		uint64_t k;
+
+		memcpy(&k, key, sizeof(k));
+		cr_assert_eq(find_u64(&t, k), val, "%llu reachable", (unsigned long long)k);
+		seen++;
+	}
+	cr_assert_eq(seen, 512);
 	custode_table_free(&t);
 }
 

@@ -49,6 +49,8 @@ void service_percpu_sum(int fd, size_t size, void *out)
 static void metrics_runs(struct custode_service *v, struct custode_prom *p)
 {
 	struct bundle_ctx bc = {p};
+	struct custode_table_iter it;
+	void *val;
 
 	custode_prom_family(p, "custode_daemon_start_time_seconds", "gauge", "When this daemon started (unix seconds).");
 	custode_prom_add(p, "custode_daemon_start_time_seconds", (double)v->o.started, NULL);
@@ -58,11 +60,10 @@ static void metrics_runs(struct custode_service *v, struct custode_prom *p)
 	custode_prom_family(p, "custode_denials_total", "counter",
 			    "Denials by policy and reason: the engine's exact per-run counters, plus those of runs that "
 			    "ended while this daemon ran (as last read, every 2 s).");
-	for (size_t i = 0; v->runs && i < TABLE_SLOTS; i++) {
-		const struct runrec *r = &v->runs[i];
+	custode_table_iter_init(&v->runs, &it);
+	while (custode_table_iter_next(&v->runs, &it, NULL, &val)) {
+		const struct runrec *r = val;
 
-		if (!r->used)
-			continue;
 		custode_prom_add(p, "custode_runs_active", 1, "kind", r->attached ? "attached" : "launched", NULL);
 		for (int k = 0; k < CUSTODE_REASON_KERNEL_MAX; k++)
 			if (r->c.denials[k])
@@ -85,15 +86,18 @@ static void metrics_runs(struct custode_service *v, struct custode_prom *p)
 static void metrics_resolver(struct custode_service *v, struct custode_prom *p)
 {
 	struct custode_dns_counters dns = v->dns_retired;
+	struct custode_table_iter it;
+	void *val;
 
-	for (size_t i = 0; v->dns && i < TABLE_SLOTS; i++) {
-		if (!v->dns[i].used)
-			continue;
-		dns.queries += v->dns[i].c.queries;
-		dns.answered += v->dns[i].c.answered;
-		dns.pins += v->dns[i].c.pins;
+	custode_table_iter_init(&v->dns, &it);
+	while (custode_table_iter_next(&v->dns, &it, NULL, &val)) {
+		const struct custode_dns_counters *c = val;
+
+		dns.queries += c->queries;
+		dns.answered += c->answered;
+		dns.pins += c->pins;
 		for (int k = 0; k < CUSTODE_DNS_REASONS; k++)
-			dns.denials[k] += v->dns[i].c.denials[k];
+			dns.denials[k] += c->denials[k];
 	}
 	custode_prom_family(p, "custode_resolver_up", "gauge", "1 when this daemon runs the resolver.");
 	custode_prom_add(p, "custode_resolver_up", v->o.resolver ? 1 : 0, NULL);

@@ -150,8 +150,8 @@ void custode_service_free(struct custode_service *v)
 			if (fds[i] >= 0)
 				close(fds[i]);
 	}
-	free(v->runs);
-	free(v->dns);
+	custode_table_free(&v->runs);
+	custode_table_free(&v->dns);
 	free(v->ret);
 	free(v);
 }

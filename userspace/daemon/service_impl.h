@@ -18,27 +18,24 @@
 #include "custode/abi.h"
 #include "custode/resolver.h"
 #include "daemon/service.h"
+#include "util/table.h"
 
 #define SNAPSHOT_MS 2000
 #define MAPS_REFRESH_S 30
-#define TABLE_SLOTS 8192 /* > 2 * CUSTODE_MAX_RUNS */
+/* the snapshots' tables (snapshot.c): bounded at 3/4 of their slots, more than custode_runs and _dns_counters hold */
+#define RUNS_SLOTS (2 * CUSTODE_MAX_RUNS)
+#define DNS_SLOTS (4 * CUSTODE_MAX_RUNS)
+_Static_assert(RUNS_SLOTS / 4 * 3 > CUSTODE_MAX_RUNS && DNS_SLOTS / 4 * 3 > 2 * CUSTODE_MAX_RUNS, "room for every run");
 #define MAX_HTTP 16
 #define HTTP_TIMEOUT_MS 5000
 
 
-/* A run as the last snapshot saw it: its counts retire into the totals when it goes. */
+/* A run as the last snapshot saw it (by cgroup id): its counts retire into the totals when it goes. */
 struct runrec {
-	bool used;
-	__u64 cgid, run_id;
+	__u64 run_id;
 	bool attached;
 	char policy[128];
 	struct custode_counters c;
-};
-
-struct dnsrec {
-	bool used;
-	__u64 cgid;
-	struct custode_dns_counters c;
 };
 
 struct retired {
@@ -67,8 +64,8 @@ struct custode_service {
 	struct custode_engine *e;
 	struct custode_stream *stream; /* run ids and policy names for its records; its counts in the metrics */
 	struct custode_service_opts o;
-	struct runrec *runs;
-	struct dnsrec *dns;
+	struct custode_table runs; /* cgroup id -> struct runrec, as the last snapshot saw them */
+	struct custode_table dns;  /* cgroup id -> struct custode_dns_counters, as the last snapshot saw them */
 	struct retired *ret;
 	size_t n_ret;
 	struct custode_dns_counters dns_retired;

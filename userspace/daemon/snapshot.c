@@ -14,49 +14,6 @@
 
 /* ---- snapshots: live counts, and the counts of runs that ended ---- */
 
-static size_t slot_of(__u64 cgid)
-{
-	return (size_t)((cgid * 0x9e3779b97f4a7c15ull) >> 40) % TABLE_SLOTS;
-}
-
-static struct runrec *run_find(struct runrec *t, __u64 cgid, bool create)
-{
-	for (size_t i = 0, h = slot_of(cgid); i < TABLE_SLOTS; i++) {
-		struct runrec *r = &t[(h + i) % TABLE_SLOTS];
-
-		if (r->used && r->cgid == cgid)
-			return r;
-		if (!r->used) {
-			if (!create)
-				return NULL;
-			memset(r, 0, sizeof(*r));
-			r->used = true;
-			r->cgid = cgid;
-			return r;
-		}
-	}
-	return NULL;
-}
-
-static struct dnsrec *dns_find(struct dnsrec *t, __u64 cgid, bool create)
-{
-	for (size_t i = 0, h = slot_of(cgid); i < TABLE_SLOTS; i++) {
-		struct dnsrec *r = &t[(h + i) % TABLE_SLOTS];
-
-		if (r->used && r->cgid == cgid)
-			return r;
-		if (!r->used) {
-			if (!create)
-				return NULL;
-			memset(r, 0, sizeof(*r));
-			r->used = true;
-			r->cgid = cgid;
-			return r;
-		}
-	}
-	return NULL;
-}
-
 static void retire(struct custode_service *v, const struct runrec *r)
 {
 	struct retired *t = NULL;
@@ -78,15 +35,25 @@ static void retire(struct custode_service *v, const struct runrec *r)
 		t->d[k] += r->c.denials[k];
 }
 
+/*
+ * The tables are walked in slot order, which nothing sees: the metrics text
+ * sorts a family's samples by their labels (metrics/metrics.c), and what
+ * runs retire into the totals is summed.
+ */
 void service_snapshot(struct custode_service *v)
 {
-	struct runrec *now = calloc(TABLE_SLOTS, sizeof(*now));
-	struct dnsrec *dnow = calloc(TABLE_SLOTS, sizeof(*dnow));
+	const struct custode_table_spec runs = {
+		.key_size = sizeof(__u64), .val_size = sizeof(struct runrec), .slots = RUNS_SLOTS, .max = RUNS_SLOTS / 4 * 3};
+	const struct custode_table_spec dns = {.key_size = sizeof(__u64), .val_size = sizeof(struct custode_dns_counters),
+					       .slots = DNS_SLOTS, .max = DNS_SLOTS / 4 * 3};
+	struct custode_table now = {0}, dnow = {0};
 	struct custode_runstate *st = malloc(sizeof(*st));
+	struct custode_table_iter it;
+	const void *cgid;
 	__u64 key, next;
-	void *prev = NULL;
+	void *prev = NULL, *val;
 
-	if (!now || !dnow || !st)
+	if (custode_table_init(&now, &runs) < 0 || custode_table_init(&dnow, &dns) < 0 || !st)
 		goto out;
 	while (bpf_map_get_next_key(v->e->runs_fd, prev, &next) == 0) {
 		struct custode_run run;
@@ -94,12 +61,13 @@ void service_snapshot(struct custode_service *v)
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(v->e->runs_fd, &key, &run) < 0 || !(r = run_find(now, key, true)))
+		if (bpf_map_lookup_elem(v->e->runs_fd, &key, &run) < 0 || custode_table_insert(&now, &key, &val) < 0)
 			continue;
+		r = val;
 		r->run_id = run.run_id;
 		r->attached = run.flags & CUSTODE_RUN_ATTACHED;
 		custode_stream_note_run(v->stream, key, run.run_id, run.policy_version);
-		old = v->runs ? run_find(v->runs, key, false) : NULL;
+		old = custode_table_find(&v->runs, &key);
 		if (old && old->run_id == run.run_id && old->policy[0] && strcmp(old->policy, "unknown"))
 			snprintf(r->policy, sizeof(r->policy), "%s", old->policy);
 		else if (custode_runstate_read(run.run_id, st) == 0)
@@ -111,41 +79,41 @@ void service_snapshot(struct custode_service *v)
 		if (custode_engine_get_counters(v->e, key, &r->c) < 0 && old)
 			r->c = old->c;
 	}
-	for (size_t i = 0; v->runs && i < TABLE_SLOTS; i++)
-		if (v->runs[i].used && !run_find(now, v->runs[i].cgid, false))
-			retire(v, &v->runs[i]);
-	free(v->runs);
+	custode_table_iter_init(&v->runs, &it);
+	while (custode_table_iter_next(&v->runs, &it, &cgid, &val))
+		if (!custode_table_find(&now, cgid))
+			retire(v, val);
+	custode_table_free(&v->runs);
 	v->runs = now;
-	now = NULL;
+	now = (struct custode_table){0};
 	/* the resolver's per-run counts: they go when the run's are read (or a minute after it ended) */
 	if (v->dnsc_fd >= 0) {
 		prev = NULL;
 		while (bpf_map_get_next_key(v->dnsc_fd, prev, &next) == 0) {
-			struct dnsrec *r;
-
 			key = next;
 			prev = &key;
-			if ((r = dns_find(dnow, key, true)) && bpf_map_lookup_elem(v->dnsc_fd, &key, &r->c) < 0)
-				r->used = false;
+			if (custode_table_insert(&dnow, &key, &val) >= 0 && bpf_map_lookup_elem(v->dnsc_fd, &key, val) < 0)
+				custode_table_delete(&dnow, &key);
 		}
-		for (size_t i = 0; v->dns && i < TABLE_SLOTS; i++) {
-			const struct dnsrec *o = &v->dns[i];
+		custode_table_iter_init(&v->dns, &it);
+		while (custode_table_iter_next(&v->dns, &it, &cgid, &val)) {
+			const struct custode_dns_counters *o = val;
 
-			if (!o->used || dns_find(dnow, o->cgid, false))
+			if (custode_table_find(&dnow, cgid))
 				continue;
-			v->dns_retired.queries += o->c.queries;
-			v->dns_retired.answered += o->c.answered;
-			v->dns_retired.pins += o->c.pins;
+			v->dns_retired.queries += o->queries;
+			v->dns_retired.answered += o->answered;
+			v->dns_retired.pins += o->pins;
 			for (int k = 0; k < CUSTODE_DNS_REASONS; k++)
-				v->dns_retired.denials[k] += o->c.denials[k];
+				v->dns_retired.denials[k] += o->denials[k];
 		}
-		free(v->dns);
+		custode_table_free(&v->dns);
 		v->dns = dnow;
-		dnow = NULL;
+		dnow = (struct custode_table){0};
 	}
 out:
-	free(now);
-	free(dnow);
+	custode_table_free(&now);
+	custode_table_free(&dnow);
 	free(st);
 }
 

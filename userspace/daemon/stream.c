@@ -88,6 +88,10 @@ int stream_tick(void *arg)
 
 int custode_stream_new(const struct custode_stream_opts *o, struct custode_stream **out)
 {
+	const struct custode_table_spec rec = {.key_size = sizeof(struct custode_throttle_key),
+					       .val_size = sizeof(struct reconcile), .slots = RECONCILE_SLOTS, .max = RECONCILE_MAX};
+	const struct custode_table_spec known = {.key_size = sizeof(__u64), .val_size = sizeof(struct known_run),
+						 .slots = KNOWN_SLOTS, .max = KNOWN_MAX, .evict = true};
 	struct custode_stream *s = calloc(1, sizeof(*s));
 
 	if (!s)
@@ -103,12 +107,11 @@ int custode_stream_new(const struct custode_stream_opts *o, struct custode_strea
 		s->o.file_max_bytes = 64ull << 20;
 	s->out_text = !strcmp(s->o.stdout_format, "text");
 	s->out_none = !strcmp(s->o.stdout_format, "none");
-	s->rec = calloc(RECONCILE_SLOTS, sizeof(*s->rec));
-	s->known = calloc(KNOWN_SLOTS, sizeof(*s->known));
 	s->hist = s->o.history ? calloc(s->o.history, sizeof(*s->hist)) : NULL;
-	if (!s->rec || !s->known || (s->o.history && !s->hist) || stream_inject_init(s) < 0) {
-		free(s->rec);
-		free(s->known);
+	if (custode_table_init(&s->rec, &rec) < 0 || custode_table_init(&s->known, &known) < 0 ||
+	    (s->o.history && !s->hist) || stream_inject_init(s) < 0) {
+		custode_table_free(&s->rec);
+		custode_table_free(&s->known);
 		free(s->hist);
 		free(s);
 		return -ENOMEM;
@@ -134,8 +137,8 @@ static void stream_free(struct custode_stream *s)
 	for (size_t i = 0; i < s->hist_n; i++)
 		free(s->hist[(s->hist_head + i) % s->o.history].line);
 	free(s->hist);
-	free(s->rec);
-	free(s->known);
+	custode_table_free(&s->rec);
+	custode_table_free(&s->known);
 	custode_event_enricher_free(s->en);
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)

@@ -20,21 +20,20 @@
 
 #include "custode/abi.h"
 #include "daemon/stream.h"
+#include "util/table.h"
 
 #define MAX_FOLLOWERS 64
 #define MAX_CURSORS 64
 #define STALE_ROTATED_MAX 1000 /* FILE.(keep+1) .. left by a larger --events-file-keep: removed up to this many */
 #define SINK_QUEUE_MAX (4u << 20)
 /*
- * The reconcile table: open addressing, twice the kernel throttle map's
- * entries, never more than 3/4 used (a new pair past that is reported as
- * the kernel says). Only pairs with suppressed denials have a slot, and a
- * slot goes when its kernel entry does.
+ * The reconcile table (util/table.h, bounded): twice the kernel throttle
+ * map's entries in slots, never more than 3/4 of them used (a new pair past
+ * that is reported as the kernel says). Only pairs with suppressed denials
+ * have an entry, and an entry goes when its kernel entry does.
  */
 #define RECONCILE_SLOTS (2 * CUSTODE_MAX_THROTTLE)
 #define RECONCILE_MAX (RECONCILE_SLOTS / 4 * 3)
-#define RECONCILE_MASK ((size_t)RECONCILE_SLOTS - 1)
-_Static_assert((RECONCILE_SLOTS & (RECONCILE_SLOTS - 1)) == 0, "RECONCILE_SLOTS is a power of two");
 /* keys a flush pass may go through (the kernel restarts a walk whose last key went): past it, the pass is cut */
 #define THROTTLE_PASS_MAX (4 * CUSTODE_MAX_THROTTLE)
 #define TICK_MS 1000
@@ -72,12 +71,22 @@ struct cursor {
 	uint64_t lost;
 };
 
-/* Runs by cgroup id, remembered after they end: a run's last throttle summary comes after it. */
+/*
+ * Runs by cgroup id, remembered after they end: a run's last throttle
+ * summary comes after it. The known-runs table (util/table.h, evicting) is
+ * keyed by cgroup id; it remembers KNOWN_MAX runs (as many as its slots
+ * were before it was a util/table, in twice the slots: probes stay short).
+ * A new run past that evicts the run in its home slot, or if that is empty
+ * the first after it: a run chosen by hash, not by age, whose later
+ * summaries then carry no run id (as before: a full table recycled the
+ * home slot).
+ */
 struct known_run {
-	__u64 cgid, run_id;
+	__u64 run_id;
 	__u32 version;
 };
-#define KNOWN_SLOTS 16384
+#define KNOWN_SLOTS 32768
+#define KNOWN_MAX (KNOWN_SLOTS / 2)
 
 /* Records made by other threads (inject.c): a queue under a lock, published by the loop. */
 #define INJECT_MAX 4096
@@ -89,11 +98,13 @@ struct stream_inject {
 	uint64_t injected, dropped;
 };
 
-/* What the stream already said about a (run cgroup, reason)'s suppressed denials: reconciles kernel and daemon reports. */
+/*
+ * What the stream already said about a (run cgroup, reason)'s suppressed
+ * denials: reconciles kernel and daemon reports. The reconcile table's
+ * value; its key is the pair as a struct custode_throttle_key (padding
+ * zeroed).
+ */
 struct reconcile {
-	__u64 run_cgid;
-	__u32 reason;
-	bool used;
 	__u64 total;
 	uint64_t pass; /* the last pass over the kernel map that saw the pair's entry */
 };
@@ -115,10 +126,9 @@ struct custode_stream {
 	uint64_t hist_seq; /* records ever kept: the position of the next one (the oldest kept is hist_seq - hist_n) */
 	struct follower fol[MAX_FOLLOWERS];
 	struct cursor cur[MAX_CURSORS];
-	struct reconcile *rec;
-	size_t rec_used;
+	struct custode_table rec; /* struct custode_throttle_key -> struct reconcile */
 	uint64_t rec_pass;
-	struct known_run *known;
+	struct custode_table known; /* cgroup id -> struct known_run */
 	uint64_t last_dropped;
 	__u64 baseline_boot_ns; /* CLOCK_BOOTTIME of throttle_baseline: kernel records older than it are covered by it */
 	int ncpu;
@@ -147,8 +157,7 @@ int stream_inject_open(struct custode_stream *s);
 void stream_inject_close(struct custode_stream *s);
 void stream_inject_fini(struct custode_stream *s);
 void stream_inject_counts(struct custode_stream *s, uint64_t *injected, uint64_t *dropped);
-/* throttle.c: the reconcile table (its slots by pair, made when create; freeing the slots a pass did not see) */
-size_t stream_rec_home(__u64 cgid, __u32 reason);
+/* throttle.c: the reconcile table (a pair's entry, made when create; removing the entries a pass did not see) */
 struct reconcile *stream_rec_slot(struct custode_stream *s, __u64 cgid, __u32 reason, bool create);
 void stream_rec_sweep(struct custode_stream *s);
 __u64 stream_run_id_of(struct custode_stream *s, __u64 cgid, __u32 *version);

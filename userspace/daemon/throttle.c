@@ -11,99 +11,45 @@
 
 /* ---- throttle records: kernel and daemon, reconciled by the monotonic totals ---- */
 
-/* A pair's home slot: the whole key mixed (cgroup ids are close together, reasons small). */
-size_t stream_rec_home(__u64 cgid, __u32 reason)
-{
-	__u64 x = cgid ^ ((__u64)reason * 0x9e3779b97f4a7c15ull);
-
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return (size_t)x & RECONCILE_MASK;
-}
-
 /*
- * A pair's slot (linear probing), made when create and the table is below
- * RECONCILE_MAX. At most 3/4 used: a probe always ends at an empty slot,
- * after a few steps.
+ * A pair's entry in the reconcile table, made when create and the table is
+ * below RECONCILE_MAX (util/table.h's bounded table); NULL when absent, or
+ * when full: the pair is then reported as the kernel says. A new entry's
+ * total is 0. The pointer is valid until the next sweep.
  */
 struct reconcile *stream_rec_slot(struct custode_stream *s, __u64 cgid, __u32 reason, bool create)
 {
-	size_t i = stream_rec_home(cgid, reason);
+	struct custode_throttle_key key;
+	struct reconcile *r;
+	void *val;
+	int ret;
 
-	for (size_t n = 0; n < RECONCILE_SLOTS; n++, i = (i + 1) & RECONCILE_MASK) {
-		struct reconcile *r = &s->rec[i];
-
-		if (r->used && r->run_cgid == cgid && r->reason == reason)
-			return r;
-		if (!r->used) {
-			if (!create || s->rec_used >= RECONCILE_MAX)
-				return NULL; /* full: report as the kernel says */
-			r->used = true;
-			r->run_cgid = cgid;
-			r->reason = reason;
-			r->total = 0;
-			r->pass = s->rec_pass;
-			s->rec_used++;
-			return r;
-		}
-	}
-	return NULL;
+	memset(&key, 0, sizeof(key));
+	key.run_cgid = cgid;
+	key.reason = reason;
+	if (!create)
+		return custode_table_find(&s->rec, &key);
+	if ((ret = custode_table_insert(&s->rec, &key, &val)) < 0)
+		return NULL; /* -ENOSPC: full, reported as the kernel says */
+	r = val;
+	if (ret == 1)
+		r->pass = s->rec_pass;
+	return r;
 }
 
 /*
- * Free slot i, moving later slots of its cluster back into the gap where
- * their probe allows (no tombstones: every used slot stays reachable from
- * its home through used slots only).
- */
-static void rec_remove(struct custode_stream *s, size_t i)
-{
-	size_t j = i;
-
-	s->rec_used--;
-	for (;;) {
-		s->rec[i].used = false;
-		for (;;) {
-			size_t k;
-
-			j = (j + 1) & RECONCILE_MASK;
-			if (!s->rec[j].used)
-				return;
-			k = stream_rec_home(s->rec[j].run_cgid, s->rec[j].reason);
-			/* j stays where it is when its home lies in (i, j] */
-			if (((j - k) & RECONCILE_MASK) < ((j - i) & RECONCILE_MASK))
-				continue;
-			break;
-		}
-		s->rec[i] = s->rec[j];
-		i = j;
-	}
-}
-
-/*
- * After a complete pass over the kernel map: the slots of pairs whose entry
- * it did not see (evicted, or gone with their run) are freed. The walk
- * starts after an empty slot: removals move slots back within their cluster
- * only, so a moved slot is one the walk has still to look at (the current
- * position is looked at again).
+ * After a complete pass over the kernel map: the entries of pairs whose
+ * kernel entry it did not see (evicted, or gone with their run) go.
  */
 void stream_rec_sweep(struct custode_stream *s)
 {
-	size_t start = 0, i;
+	struct custode_table_iter it;
+	void *val;
 
-	while (start < RECONCILE_SLOTS && s->rec[start].used)
-		start++;
-	if (start == RECONCILE_SLOTS)
-		return; /* never: at most 3/4 used */
-	i = (start + 1) & RECONCILE_MASK;
-	while (i != start) {
-		if (s->rec[i].used && s->rec[i].pass != s->rec_pass)
-			rec_remove(s, i);
-		else
-			i = (i + 1) & RECONCILE_MASK;
-	}
+	custode_table_iter_init(&s->rec, &it);
+	while (custode_table_iter_next(&s->rec, &it, NULL, &val))
+		if (((struct reconcile *)val)->pass != s->rec_pass)
+			custode_table_iter_remove(&s->rec, &it);
 }
 
 /*
@@ -158,35 +104,17 @@ bool stream_reconcile_kernel(struct custode_stream *s, json_t *ev)
 	return true;
 }
 
-static struct known_run *known_slot(struct custode_stream *s, __u64 cgid, bool create)
-{
-	size_t h = (size_t)((cgid * 0x9e3779b97f4a7c15ull) >> 40) % KNOWN_SLOTS;
-
-	for (size_t i = 0; i < KNOWN_SLOTS; i++) {
-		struct known_run *k = &s->known[(h + i) % KNOWN_SLOTS];
-
-		if (k->cgid == cgid)
-			return k;
-		if (!k->cgid) {
-			if (!create)
-				return NULL;
-			k->cgid = cgid;
-			return k;
-		}
-	}
-	/* full: recycle the home slot (an old run's summary may then lack its id) */
-	return create ? &s->known[h] : NULL;
-}
-
+/* Remembered in the known-runs table, an evicting one (stream_impl.h: which run a new one past KNOWN_MAX evicts). */
 void custode_stream_note_run(struct custode_stream *s, __u64 cgid, __u64 run_id, __u32 version)
 {
-	struct known_run *k = s->known && cgid ? known_slot(s, cgid, true) : NULL;
+	struct known_run *k;
+	void *val;
 
-	if (k) {
-		k->cgid = cgid;
-		k->run_id = run_id;
-		k->version = version;
-	}
+	if (!cgid || custode_table_insert(&s->known, &cgid, &val) < 0)
+		return;
+	k = val;
+	k->run_id = run_id;
+	k->version = version;
 }
 
 /* A run by cgroup id: registered now, or seen while it was (its summary may come after it ended). */
@@ -201,7 +129,7 @@ __u64 stream_run_id_of(struct custode_stream *s, __u64 cgid, __u32 *version)
 		*version = run.policy_version;
 		return run.run_id;
 	}
-	k = s->known ? known_slot(s, cgid, false) : NULL;
+	k = custode_table_find(&s->known, &cgid);
 	if (!k)
 		return 0;
 	*version = k->version;

@@ -79,7 +79,8 @@ int custode_table_init(struct custode_table *t, const struct custode_table_spec 
 {
 	memset(t, 0, sizeof(*t));
 	if (!spec->key_size || spec->slots < 2 || (spec->slots & (spec->slots - 1)) ||
-	    (spec->max && spec->max >= spec->slots) || spec->key_size > SIZE_MAX / 4 || spec->val_size > SIZE_MAX / 4)
+	    (spec->max && spec->max >= spec->slots) || (spec->evict && !spec->max) || spec->key_size > SIZE_MAX / 4 ||
+	    spec->val_size > SIZE_MAX / 4)
 		return -EINVAL;
 	t->spec = *spec;
 	t->stride = ROUND8(spec->key_size) + ROUND8(spec->val_size);
@@ -133,6 +134,18 @@ static int grow(struct custode_table *t)
 	return 0;
 }
 
+static void remove_at(struct custode_table *t, size_t i);
+
+/* An evicting table at max: the first entry at or after key's home slot goes (there is one: max > 0). */
+static void evict(struct custode_table *t, const void *key)
+{
+	size_t i = home(t, key);
+
+	while (!t->used[i])
+		i = (i + 1) & (t->cap - 1);
+	remove_at(t, i);
+}
+
 int custode_table_insert(struct custode_table *t, const void *key, void **val)
 {
 	bool found;
@@ -143,8 +156,12 @@ int custode_table_insert(struct custode_table *t, const void *key, void **val)
 	i = probe(t, key, &found);
 	if (!found) {
 		if (t->spec.max) {
-			if (t->count >= t->spec.max)
-				return -ENOSPC;
+			if (t->count >= t->spec.max) {
+				if (!t->spec.evict)
+					return -ENOSPC;
+				evict(t, key);
+				i = probe(t, key, &found);
+			}
 		} else if ((t->count + 1) * 4 > t->cap * 3) {
 			if (grow(t) < 0)
 				return -ENOMEM;

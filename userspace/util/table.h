@@ -5,7 +5,7 @@
  * (no tombstones: every entry stays reachable from its home slot through
  * used slots only, and a probe ends at the first empty slot).
  *
- * Two shapes, chosen at init:
+ * Three shapes, chosen at init:
  *   growing  (max 0): the slots double when an insert would fill more than
  *            3/4 of them; the only limit is memory.
  *   bounded  (max > 0): the slots never change; an insert past max entries
@@ -13,6 +13,11 @@
  *            policy: the daemon's reconcile table reports as the kernel
  *            says). max < slots, so a probe always meets an empty slot;
  *            a max of 3/4 of the slots keeps probes short.
+ *   evicting (max > 0, evict): bounded, and a cache: an insert past max
+ *            entries first deletes the entry in the new key's home slot,
+ *            or if that is empty the first entry after it. What is
+ *            forgotten is chosen by hash, not by age (the daemon's known
+ *            runs).
  *
  * Cost: find, insert and delete are O(1) expected, a probe's length growing
  * with the fill (at 3/4 full, 2.5 slots on average for a hit, 8.5 for a
@@ -43,6 +48,7 @@ struct custode_table_spec {
 	size_t slots;    /* a power of two >= 2: the slots to start with (growing), or for good (bounded) */
 	size_t max;      /* 0: growing; else bounded: at most max entries, max < slots */
 	uint64_t (*hash)(const void *key); /* NULL: the default above; its low bits pick the home slot */
+	bool evict;      /* bounded only: an insert at max evicts an entry (above) instead of failing */
 };
 
 struct custode_table {
@@ -77,7 +83,8 @@ void custode_table_free(struct custode_table *t);
 void *custode_table_find(const struct custode_table *t, const void *key);
 /*
  * Get or insert: *val (if not NULL) gets key's value. 1: inserted (value
- * zeroed), 0: already there, -ENOSPC: a bounded table at max, -ENOMEM: a
+ * zeroed; in an evicting table at max, after one entry went), 0: already
+ * there, -ENOSPC: a bounded table at max (not evicting), -ENOMEM: a
  * growing table that could not grow. *val is untouched on failure. A key
  * already there is found even in a full table.
  */
