@@ -170,12 +170,12 @@ int custode_dns_names_write(__u64 run_id, const struct custode_host_grant *hosts
 	return err;
 }
 
-void custode_dns_names_remove(__u64 run_id)
+bool custode_dns_names_remove(__u64 run_id)
 {
 	char path[PATH_MAX];
 
 	custode_dns_names_path(run_id, path, sizeof(path));
-	unlink(path);
+	return unlink(path) == 0 || errno != ENOENT;
 }
 
 static bool only_fields(json_t *o, const char *const *allowed)

@@ -47,7 +47,8 @@ void custode_dns_names_path(__u64 run_id, char *out, size_t len);
 
 /* Write the host grants of a compiled egress policy for the resolver (atomically, 0600). */
 int custode_dns_names_write(__u64 run_id, const struct custode_host_grant *hosts, size_t n_hosts);
-void custode_dns_names_remove(__u64 run_id);
+/* Remove the run's names file; whether there was one (or it could not be told: not ENOENT). */
+bool custode_dns_names_remove(__u64 run_id);
 
 /*
  * Build the grants from host entries (merging entries that name the same

@@ -90,10 +90,15 @@ int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st
 		custode_engine_delete_net(e, net);
 	else
 		custode_engine_delete_net_ruleset(e, ruleset);
-	custode_engine_delete_pins(e, st->cgroup_id); /* the resolver's, unknown here: scan */
+	/*
+	 * Pins are the resolver's, made only for a run with name grants (a names
+	 * file): without one there are none, and the scan of the pin map (every
+	 * bucket, even empty) is skipped. With one, they are unknown here: scan.
+	 */
+	if (custode_dns_names_remove(st->run_id))
+		custode_engine_delete_pins(e, st->cgroup_id);
 	if (st->tmp[0])
 		custode_rm_rf(st->tmp);
 	custode_runstate_remove(st->run_id);
-	custode_dns_names_remove(st->run_id);
 	return 0;
 }
