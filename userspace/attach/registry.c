@@ -54,7 +54,7 @@ int custode_attached_write(const struct custode_attached *a)
 	if (!text)
 		return -ENOMEM;
 	custode_state_path(a->run_id, CUSTODE_STATE_ATTACH, path, sizeof(path));
-	err = custode_write_file_atomic(path, text, strlen(text), 0600);
+	err = custode_write_file_volatile(path, text, strlen(text), 0600);
 	free(text);
 	return err;
 }

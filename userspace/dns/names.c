@@ -165,7 +165,7 @@ int custode_dns_names_write(__u64 run_id, const struct custode_host_grant *hosts
 	if (!text)
 		return -ENOMEM;
 	custode_dns_names_path(run_id, path, sizeof(path));
-	err = custode_write_file_atomic(path, text, strlen(text), 0600);
+	err = custode_write_file_volatile(path, text, strlen(text), 0600);
 	free(text);
 	return err;
 }

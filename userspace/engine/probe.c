@@ -250,7 +250,7 @@ void custode_probe_lsm_cached(struct custode_probe_result *r)
 		return;
 	n = snprintf(line, sizeof(line), "%s %d %d %s\n", boot, r->lsm_loads, r->lsm_errno, r->lsm_cause);
 	if (n > 0 && (size_t)n < sizeof(line) && custode_mkdir_p(CUSTODE_STATE_DIR, 0700) == 0)
-		custode_write_file_atomic(CUSTODE_LSM_PROBE_FILE, line, (size_t)n, 0600); /* a cache: a failed write costs the next run a probe */
+		custode_write_file_volatile(CUSTODE_LSM_PROBE_FILE, line, (size_t)n, 0600); /* a cache: a failed write costs the next run a probe */
 }
 
 void custode_probe_cgroup(struct custode_probe_result *r)

@@ -36,7 +36,7 @@ int custode_runstate_write(const struct custode_runstate *st)
 	if (!text)
 		return -ENOMEM;
 	custode_state_path(st->run_id, CUSTODE_STATE_RUN, path, sizeof(path));
-	err = custode_write_file_atomic(path, text, strlen(text), 0600);
+	err = custode_write_file_volatile(path, text, strlen(text), 0600);
 	free(text);
 	return err;
 }

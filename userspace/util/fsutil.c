@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -28,7 +29,7 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-int custode_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+static int write_atomic(const char *path, const void *data, size_t len, mode_t mode, bool durable)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	char *slash;
@@ -39,7 +40,7 @@ int custode_write_file_atomic(const char *path, const void *data, size_t len, mo
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fchmod(fd, mode) < 0 || (err = write_all(fd, data, len)) < 0 || fsync(fd) < 0) {
+	if (fchmod(fd, mode) < 0 || (err = write_all(fd, data, len)) < 0 || (durable && fsync(fd) < 0)) {
 		err = errno ? -errno : -EIO;
 		close(fd);
 		unlink(tmp);
@@ -50,6 +51,8 @@ int custode_write_file_atomic(const char *path, const void *data, size_t len, mo
 		unlink(tmp);
 		return err;
 	}
+	if (!durable)
+		return 0;
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	if (slash) {
@@ -61,6 +64,16 @@ int custode_write_file_atomic(const char *path, const void *data, size_t len, mo
 		}
 	}
 	return 0;
+}
+
+int custode_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	return write_atomic(path, data, len, mode, true);
+}
+
+int custode_write_file_volatile(const char *path, const void *data, size_t len, mode_t mode)
+{
+	return write_atomic(path, data, len, mode, false);
 }
 
 int custode_read_file(const char *path, size_t max, char **out, size_t *lenp)

@@ -8,6 +8,13 @@
 /* Write data to path atomically: temp file in the same directory, fsync, rename, fsync dir. */
 int custode_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 /*
+ * The same replace-by-rename, without fsync: for state under /run (tmpfs,
+ * gone at reboot with the runs it describes), where a reader must never see
+ * a partial file but a crash needs nothing durable. Two fsyncs per write
+ * were most of `custode run`'s wall time where /run is a disk.
+ */
+int custode_write_file_volatile(const char *path, const void *data, size_t len, mode_t mode);
+/*
  * Read a whole file (at most max bytes; -EFBIG if larger). *out is
  * NUL-terminated and must be freed. Out-params untouched on failure.
  */
