@@ -136,6 +136,9 @@ Test(control_line, error_answer)
 /* ---- the server, in-process ---- */
 
 static volatile sig_atomic_t stop_loop;
+/* The server under test and its loop: server_start makes them, server_stop frees them. */
+static struct custode_loop *loop;
+static struct custode_control_server *server;
 /* The stream "events" replays and follows: a test's, or an empty one server_start makes (and server_stop frees). */
 static struct custode_stream *stream;
 static bool stream_ours;
@@ -152,7 +155,7 @@ static int wake(void *arg)
 static void *loop_main(void *arg)
 {
 	(void)arg;
-	custode_loop_run(&stop_loop);
+	custode_loop_run(loop, &stop_loop);
 	return NULL;
 }
 
@@ -191,13 +194,13 @@ static void server_start(void)
 	cr_assert_not_null(mkdtemp(sdir));
 	snprintf(spath, sizeof(spath), "%s/control.sock", sdir);
 	signal(SIGPIPE, SIG_IGN); /* as the daemon does */
-	cr_assert_eq(custode_loop_init(), 0);
+	cr_assert_eq(custode_loop_init(&loop), 0);
 	if (!stream) {
 		stream = custode_test_stream_history(0);
 		stream_ours = true;
 	}
-	cr_assert_eq(custode_control_listen(spath, stream, handler, NULL, &why), 0, "%s", why.detail);
-	cr_assert_geq(custode_loop_timer(5, wake, NULL), 0);
+	cr_assert_eq(custode_control_listen(loop, spath, stream, handler, NULL, &server, &why), 0, "%s", why.detail);
+	cr_assert_geq(custode_loop_timer(loop, 5, wake, NULL), 0);
 	stop_loop = 0;
 	cr_assert_eq(pthread_create(&loop_thread, NULL, loop_main, NULL), 0);
 }
@@ -219,8 +222,10 @@ static void server_stop(void)
 {
 	if (!stop_loop)
 		server_pause();
-	custode_control_shutdown();
-	custode_loop_fini();
+	custode_control_shutdown(server);
+	server = NULL;
+	custode_loop_fini(loop);
+	loop = NULL;
 	rmdir(sdir);
 	if (stream_ours) {
 		custode_stream_close(stream);
@@ -670,7 +675,7 @@ static bool pause_when_counts(size_t want_clients, size_t want_followers)
 	for (int i = 0; i < 60; i++) {
 		usleep(50000);
 		server_pause();
-		custode_control_counts(&clients, &followers);
+		custode_control_counts(server, &clients, &followers);
 		if (clients == want_clients && followers == want_followers)
 			return true;
 		stop_loop = 0;
@@ -801,7 +806,7 @@ Test(control_server, answer_past_the_hard_cap_disconnects_and_counts)
 	cr_expect_eq(err, -EPIPE, "closed without the answer (err %d)", err);
 	custode_control_close(&c);
 	cr_assert(pause_when_counts(0, 0));
-	custode_control_stats(&st);
+	custode_control_stats(server, &st);
 	cr_expect_eq(st.overflow_disconnects, 1);
 	server_stop();
 }
@@ -987,7 +992,7 @@ Test(control_server, events_replay_and_follow)
 	send_str(r->fd, "{\"cmd\":\"ping\"}\n");
 	expect_refusal(r, "daemon.protocol", "follows the stream");
 	server_pause();
-	custode_control_counts(&clients, &followers);
+	custode_control_counts(server, &clients, &followers);
 	cr_expect_eq(clients, 1);
 	cr_expect_eq(followers, 1);
 	/* a follower that leaves is forgotten */
@@ -1025,7 +1030,7 @@ Test(control_server, follower_that_never_reads_is_bounded_and_never_blocks)
 		custode_test_stream_publish(stream, i, NULL, 2000);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	cr_expect_lt((double)(t1.tv_sec - t0.tv_sec), 20.0);
-	custode_control_stats(&st);
+	custode_control_stats(server, &st);
 	cr_expect_gt(st.follower_lost, 0);
 	server_resume();
 	/* it reads what was kept for it, until nothing more comes */
@@ -1072,7 +1077,7 @@ Test(control_server, follower_that_never_reads_is_bounded_and_never_blocks)
 	cr_expect_lt(events, 6000);
 	cr_expect_eq(events + lost, 6000, "%d records + %lld lost", events, lost);
 	server_pause();
-	custode_control_stats(&st);
+	custode_control_stats(server, &st);
 	cr_expect_eq(st.follower_lost, (uint64_t)lost);
 	close(r->fd);
 	free(r);

@@ -39,6 +39,7 @@
 
 static char tdir[64], tfile[128];
 static struct custode_stream *strm; /* the stream under test: setup makes it, custode_stream_close frees it */
+static struct custode_loop *loop;   /* its loop, for a test with a pollable sink (NULL: none) */
 static const struct custode_stream_map_ops fake_maps;
 
 static void tmpdir(void)
@@ -66,7 +67,7 @@ static void setup(const char *file, uint64_t max_bytes, unsigned keep, size_t hi
 	};
 
 	signal(SIGPIPE, SIG_IGN); /* as the daemon does */
-	cr_assert_eq(custode_stream_new(&o, &strm), 0);
+	cr_assert_eq(custode_stream_new(loop, &o, &strm), 0);
 	cr_assert(strm->out_none && strm->out.fd == -1 && strm->rec.cap && strm->known.cap && (!history || strm->hist));
 	if (file)
 		cr_assert_eq(stream_file_open(strm), 0);
@@ -509,7 +510,7 @@ Test(stream_stdout, full_pipe_never_blocks_and_counts_losses)
 	size_t cap = 16u << 20, len = 0;
 	unsigned published, dropped;
 
-	cr_assert_eq(custode_loop_init(), 0);
+	cr_assert_eq(custode_loop_init(&loop), 0);
 	setup(NULL, 0, 0, 0);
 	pipe_sink(&rfd);
 	alarm(60); /* a sink that blocks would hang here: fail instead */
@@ -559,7 +560,8 @@ Test(stream_stdout, full_pipe_never_blocks_and_counts_losses)
 	free(all);
 	close(rfd);
 	custode_stream_close(strm);
-	custode_loop_fini();
+	custode_loop_fini(loop);
+	loop = NULL;
 }
 
 /*
@@ -573,7 +575,7 @@ Test(stream_stdout, reader_gone_counts_every_queued_line)
 	int rfd, seq = 0;
 	size_t queued;
 
-	cr_assert_eq(custode_loop_init(), 0);
+	cr_assert_eq(custode_loop_init(&loop), 0);
 	setup(NULL, 0, 0, 0);
 	pipe_sink(&rfd);
 	while (!strm->out.len)
@@ -592,7 +594,8 @@ Test(stream_stdout, reader_gone_counts_every_queued_line)
 	pub((unsigned)seq++, 700);
 	cr_expect_eq(strm->out.dropped, queued + 2, "and each line after");
 	custode_stream_close(strm);
-	custode_loop_fini();
+	custode_loop_fini(loop);
+	loop = NULL;
 }
 
 Test(stream_stdout, hangup_event_counts_every_queued_line)
@@ -600,7 +603,7 @@ Test(stream_stdout, hangup_event_counts_every_queued_line)
 	int rfd, seq = 0;
 	size_t queued;
 
-	cr_assert_eq(custode_loop_init(), 0);
+	cr_assert_eq(custode_loop_init(&loop), 0);
 	setup(NULL, 0, 0, 0);
 	pipe_sink(&rfd);
 	while (!strm->out.len)
@@ -614,7 +617,8 @@ Test(stream_stdout, hangup_event_counts_every_queued_line)
 	cr_expect_not(strm->out.watching);
 	cr_expect_eq(strm->out.dropped, queued);
 	custode_stream_close(strm);
-	custode_loop_fini();
+	custode_loop_fini(loop);
+	loop = NULL;
 }
 
 Test(stream_stdout, absent_sink_counts_and_never_blocks)

@@ -26,6 +26,12 @@ struct seen {
 	off_t size;
 };
 
+struct candidate {
+	char path[PATH_MAX];
+	struct custode_policy *policy;
+	struct custode_bundle_info info;
+};
+
 struct custode_bundle_watch {
 	pthread_t thread;
 	bool started;
@@ -37,12 +43,8 @@ struct custode_bundle_watch {
 	/* files already refused, so a bad file is reported once, not at every scan */
 	struct seen refused[MAX_CANDIDATES];
 	size_t n_refused;
-};
-
-struct candidate {
-	char path[PATH_MAX];
-	struct custode_policy *policy;
-	struct custode_bundle_info info;
+	/* a scan's scratch: the newest acceptable version of each policy name (emptied by the scan) */
+	struct candidate best[MAX_CANDIDATES];
 };
 
 int custode_bundle_watch_open(const char *dir, const char *state_dir, struct custode_trust *trust,
@@ -137,7 +139,7 @@ static void apply(struct custode_engine *e, const struct candidate *c)
 
 void custode_bundle_watch_scan(struct custode_bundle_watch *w, struct custode_engine *e)
 {
-	static struct candidate best[MAX_CANDIDATES];
+	struct candidate *best = w->best;
 	char buf[4096];
 	size_t n_best = 0;
 	int64_t now = (int64_t)time(NULL);
@@ -227,6 +229,7 @@ static void *watch_thread(void *arg)
 	struct custode_bundle_watch *w = arg;
 	struct custode_refusal why = {0};
 	struct custode_engine e;
+	int idle = 0; /* polls (a second each) without a change: a rescan at 60 */
 
 	if (custode_host_prepare(&e, &why) < 0 || custode_engine_open(&e, 0, 0, &why) < 0) {
 		fprintf(stderr, "custode: daemon: bundles: no engine: %s: %s\n", custode_reason_name(why.reason),
@@ -237,7 +240,6 @@ static void *watch_thread(void *arg)
 	while (!*w->stop) {
 		struct pollfd p = {.fd = w->ifd, .events = POLLIN};
 		int n = poll(&p, 1, 1000);
-		static int idle;
 
 		if (n > 0) {
 			usleep(50000); /* let a burst of changes (a ConfigMap swap) settle */

@@ -109,7 +109,7 @@ static json_t *cmd_status(struct custode_service *v)
 		close(fd);
 	}
 	custode_stream_stats(v->stream, &ss);
-	custode_control_counts(&clients, &followers);
+	service_control_counts(v, &clients, &followers, &cs);
 	service_percpu_sum(v->stats_fd, sizeof(es), &es);
 	service_percpu_sum(v->estats_fd, sizeof(xs), &xs);
 	st = json_pack("{s:{s:i, s:s, s:I, s:b}, s:{s:I, s:I, s:I, s:I, s:o}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
@@ -126,7 +126,6 @@ static json_t *cmd_status(struct custode_service *v)
 	if (st) {
 		json_t *sj = json_object_get(st, "stream"), *cj = json_object_get(st, "control");
 
-		custode_control_stats(&cs);
 		json_object_set_new(sj, "file_reopens", json_integer((json_int_t)ss.file_reopens));
 		json_object_set_new(sj, "resolver_records", json_integer((json_int_t)ss.injected));
 		json_object_set_new(sj, "resolver_records_dropped", json_integer((json_int_t)ss.inject_dropped));

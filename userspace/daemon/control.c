@@ -36,6 +36,7 @@
 #define WBUF_KEEP (256u << 10) /* an emptied queue's buffer larger than this is given back */
 
 struct client {
+	struct custode_control_server *srv; /* whose client it is (kept by client_reset) */
 	bool used;
 	int fd;
 	char *rbuf;
@@ -53,7 +54,8 @@ struct client {
 	json_t *id;   /* the request id, echoed */
 };
 
-static struct {
+struct custode_control_server {
+	struct custode_loop *loop;
 	int fd;
 	char path[108];
 	custode_control_handler fn;
@@ -63,13 +65,16 @@ static struct {
 	struct custode_stream *stream; /* "events": replays and follows it */
 	int (*peer_check)(void *ctx, int pid, struct custode_refusal *why);
 	void *peer_ctx;
-} C = {.fd = -1};
+};
 
 static int client_event(void *arg, uint32_t revents);
 
 static void client_reset(struct client *cl)
 {
+	struct custode_control_server *srv = cl->srv;
+
 	memset(cl, 0, sizeof(*cl));
+	cl->srv = srv;
 	cl->follow = -1;
 	cl->cursor = -1;
 }
@@ -79,10 +84,10 @@ static void client_close(struct client *cl)
 	if (!cl->used)
 		return;
 	if (cl->follow >= 0)
-		custode_stream_unfollow(C.stream, cl->follow);
+		custode_stream_unfollow(cl->srv->stream, cl->follow);
 	if (cl->cursor >= 0)
-		custode_stream_cursor_close(C.stream, cl->cursor);
-	custode_loop_del(cl->fd);
+		custode_stream_cursor_close(cl->srv->stream, cl->cursor);
+	custode_loop_del(cl->srv->loop, cl->fd);
 	close(cl->fd);
 	free(cl->rbuf);
 	free(cl->wbuf);
@@ -114,7 +119,7 @@ static void client_watch(struct client *cl)
 			ev |= EPOLLOUT;
 	}
 	/* busy: not even RDHUP (level-triggered, it would fire on every turn); a peer that left fails the send */
-	custode_loop_mod(cl->fd, ev | (cl->wlen ? EPOLLOUT : 0));
+	custode_loop_mod(cl->srv->loop, cl->fd, ev | (cl->wlen ? EPOLLOUT : 0));
 }
 
 /* Send what the socket takes now, never waiting. false when the client was closed (the peer is gone). */
@@ -164,10 +169,10 @@ static void client_overflow(struct client *cl)
 	cl->closing = true;
 	cl->woff = cl->wlen = 0;
 	if (cl->cursor >= 0) {
-		custode_stream_cursor_close(C.stream, cl->cursor);
+		custode_stream_cursor_close(cl->srv->stream, cl->cursor);
 		cl->cursor = -1;
 	}
-	C.st.overflow_disconnects++;
+	cl->srv->st.overflow_disconnects++;
 }
 
 /*
@@ -290,7 +295,7 @@ static bool take_follow(void *ctx, const char *line, size_t len)
 
 	if (!ok) {
 		cl->lost++;
-		C.st.follower_lost++;
+		cl->srv->st.follower_lost++;
 	}
 	if (cl->used)
 		client_flush(cl);
@@ -336,7 +341,7 @@ static void cmd_events(struct client *cl, const json_t *req)
 		return;
 	}
 	/* the replay goes as far as the client's queue allows each time (client_pump), then the end or following */
-	cl->cursor = custode_stream_cursor_open(C.stream, &f);
+	cl->cursor = custode_stream_cursor_open(cl->srv->stream, &f);
 	if (cl->cursor < 0) {
 		custode_refuse(&why, ENOSPC, CUSTODE_REASON_DAEMON_PROTOCOL, "too many replays at once");
 		client_error(cl, &why);
@@ -356,12 +361,12 @@ static bool client_pump(struct client *cl)
 
 	if (cl->cursor < 0 || cl->closing)
 		return false;
-	cl->lost += custode_stream_cursor_lost(C.stream, cl->cursor);
-	done = custode_stream_cursor_next(C.stream, cl->cursor, take_replay, cl, &n);
+	cl->lost += custode_stream_cursor_lost(cl->srv->stream, cl->cursor);
+	done = custode_stream_cursor_next(cl->srv->stream, cl->cursor, take_replay, cl, &n);
 	cl->replay_n += n;
 	if (!done || cl->cursor < 0) /* not yet, or overflowed */
 		return n > 0 || cl->cursor < 0;
-	custode_stream_cursor_close(C.stream, cl->cursor);
+	custode_stream_cursor_close(cl->srv->stream, cl->cursor);
 	cl->cursor = -1;
 	if (!cl->replay_follow) {
 		queue_lost(cl, false);
@@ -369,7 +374,7 @@ static bool client_pump(struct client *cl)
 		return true;
 	}
 	/* caught up: nothing new can come between the last replayed record and the first followed one */
-	cl->follow = custode_stream_follow(C.stream, &cl->replay_f, take_follow, cl);
+	cl->follow = custode_stream_follow(cl->srv->stream, &cl->replay_f, take_follow, cl);
 	if (cl->follow < 0) {
 		custode_refuse(&why, ENOSPC, CUSTODE_REASON_DAEMON_PROTOCOL, "too many followers");
 		client_error(cl, &why);
@@ -415,7 +420,7 @@ static void handle_line(struct client *cl, const char *line, size_t len)
 		cmd_events(cl, req);
 	} else if (!strcmp(cmd, "ping")) {
 		client_send(cl, json_pack("{s:b, s:i, s:s}", "ok", 1, "pid", (int)getpid(), "version", CUSTODE_VERSION));
-	} else if ((ans = C.fn(C.ctx, cmd, req, &why))) {
+	} else if ((ans = cl->srv->fn(cl->srv->ctx, cmd, req, &why))) {
 		json_object_set_new(ans, "ok", json_true());
 		client_send(cl, ans);
 	} else {
@@ -536,20 +541,21 @@ static int client_event(void *arg, uint32_t revents)
 
 static int accept_event(void *arg, uint32_t revents)
 {
-	(void)arg;
+	struct custode_control_server *srv = arg;
+
 	(void)revents;
 	for (;;) {
 		struct custode_refusal why = {0};
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
 		struct client *cl = NULL;
-		int fd = accept4(C.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd = accept4(srv->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 		if (fd < 0)
 			return 0; /* EAGAIN, or a peer gone before we took it */
 		for (int i = 0; i < MAX_CLIENTS && !cl; i++)
-			if (!C.c[i].used)
-				cl = &C.c[i];
+			if (!srv->c[i].used)
+				cl = &srv->c[i];
 		if (!cl) {
 			static const char busy[] = "{\"ok\":false,\"reason\":\"daemon.protocol\",\"detail\":\"too many "
 						   "clients\"}\n";
@@ -560,7 +566,7 @@ static int accept_event(void *arg, uint32_t revents)
 		client_reset(cl);
 		cl->used = true;
 		cl->fd = fd;
-		if (custode_loop_add(fd, EPOLLIN | EPOLLRDHUP, client_event, cl) < 0) {
+		if (custode_loop_add(srv->loop, fd, EPOLLIN | EPOLLRDHUP, client_event, cl) < 0) {
 			close(fd);
 			cl->used = false;
 			continue;
@@ -573,7 +579,7 @@ static int accept_event(void *arg, uint32_t revents)
 			client_error(cl, &why);
 			cl->closing = true;
 			client_flush(cl);
-		} else if (C.peer_check && C.peer_check(C.peer_ctx, cred.pid, &why) < 0) {
+		} else if (srv->peer_check && srv->peer_check(srv->peer_ctx, cred.pid, &why) < 0) {
 			/* root inside a run (an attached unit or pod) must not detach itself */
 			client_error(cl, &why);
 			cl->closing = true;
@@ -582,81 +588,96 @@ static int accept_event(void *arg, uint32_t revents)
 	}
 }
 
-void custode_control_set_peer_check(int (*fn)(void *ctx, int pid, struct custode_refusal *why), void *ctx)
+void custode_control_set_peer_check(struct custode_control_server *srv,
+				    int (*fn)(void *ctx, int pid, struct custode_refusal *why), void *ctx)
 {
-	C.peer_check = fn;
-	C.peer_ctx = ctx;
+	srv->peer_check = fn;
+	srv->peer_ctx = ctx;
 }
 
-int custode_control_listen(const char *path, struct custode_stream *stream, custode_control_handler fn, void *ctx,
+int custode_control_listen(struct custode_loop *loop, const char *path, struct custode_stream *stream,
+			   custode_control_handler fn, void *ctx, struct custode_control_server **out,
 			   struct custode_refusal *why)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct custode_control_server *srv;
 	struct stat st;
 	int err;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return custode_refuse(why, ENAMETOOLONG, CUSTODE_REASON_RUN_SETUP_FAILED, "%s: name too long", path);
-	for (int i = 0; i < MAX_CLIENTS; i++)
-		client_reset(&C.c[i]);
-	memset(&C.st, 0, sizeof(C.st));
-	C.stream = stream;
-	C.fn = fn;
-	C.ctx = ctx;
-	snprintf(C.path, sizeof(C.path), "%s", path);
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		srv->c[i].srv = srv;
+		client_reset(&srv->c[i]);
+	}
+	srv->loop = loop;
+	srv->stream = stream;
+	srv->fn = fn;
+	srv->ctx = ctx;
+	snprintf(srv->path, sizeof(srv->path), "%s", path);
 	strcpy(sa.sun_path, path);
 	/* a socket left by a daemon that died: we hold the daemon lock, nobody else serves it */
 	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(path);
-	C.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (C.fd < 0)
-		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "control socket: %s", strerror(errno));
+	srv->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (srv->fd < 0) {
+		err = errno;
+		free(srv);
+		return custode_refuse(why, err, CUSTODE_REASON_RUN_SETUP_FAILED, "control socket: %s", strerror(err));
+	}
 	{
 		mode_t old = umask(0177); /* born 0600: no window with a wider mode */
-		err = bind(C.fd, (struct sockaddr *)&sa, sizeof(sa));
+		err = bind(srv->fd, (struct sockaddr *)&sa, sizeof(sa));
 		umask(old);
 	}
-	if (err < 0 || chmod(path, 0600) < 0 || listen(C.fd, 64) < 0) {
+	if (err < 0 || chmod(path, 0600) < 0 || listen(srv->fd, 64) < 0) {
 		err = errno;
-		close(C.fd);
-		C.fd = -1;
+		close(srv->fd);
+		free(srv);
 		return custode_refuse(why, err, err == EADDRINUSE ? CUSTODE_REASON_DAEMON_RUNNING : CUSTODE_REASON_RUN_SETUP_FAILED,
 				      "control socket %s: %s", path, strerror(err));
 	}
-	if ((err = custode_loop_add(C.fd, EPOLLIN, accept_event, NULL))) {
-		close(C.fd);
-		C.fd = -1;
+	if ((err = custode_loop_add(loop, srv->fd, EPOLLIN, accept_event, srv))) {
+		close(srv->fd);
+		free(srv);
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	}
+	*out = srv;
 	return 0;
 }
 
-void custode_control_shutdown(void)
+void custode_control_shutdown(struct custode_control_server *srv)
 {
+	if (!srv)
+		return;
 	for (int i = 0; i < MAX_CLIENTS; i++)
-		if (C.c[i].used) {
-			client_flush(&C.c[i]);
-			client_close(&C.c[i]);
+		if (srv->c[i].used) {
+			client_flush(&srv->c[i]);
+			client_close(&srv->c[i]);
 		}
-	if (C.fd >= 0) {
-		custode_loop_del(C.fd);
-		close(C.fd);
-		unlink(C.path);
+	if (srv->fd >= 0) {
+		custode_loop_del(srv->loop, srv->fd);
+		close(srv->fd);
+		unlink(srv->path);
 	}
-	C.fd = -1;
+	/* what listen and set_peer_check set goes with the handle */
+	free(srv);
 }
 
-void custode_control_counts(size_t *clients, size_t *followers)
+void custode_control_counts(const struct custode_control_server *srv, size_t *clients, size_t *followers)
 {
 	*clients = *followers = 0;
 	for (int i = 0; i < MAX_CLIENTS; i++)
-		if (C.c[i].used) {
+		if (srv->c[i].used) {
 			(*clients)++;
-			*followers += C.c[i].follow >= 0;
+			*followers += srv->c[i].follow >= 0;
 		}
 }
 
-void custode_control_stats(struct custode_control_stats *out)
+void custode_control_stats(const struct custode_control_server *srv, struct custode_control_stats *out)
 {
-	*out = C.st;
+	*out = srv->st;
 }

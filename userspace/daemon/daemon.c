@@ -214,9 +214,11 @@ struct daemon {
 	int lock, sfd;
 	const char *control_path;
 	volatile sig_atomic_t stop; /* SIGINT or SIGTERM came */
-	bool loop_up, service_up, control_up;
+	bool service_up;
+	struct custode_loop *loop;
 	struct custode_stream *stream;
 	struct custode_service *service;
+	struct custode_control_server *control;
 	struct custode_bundle_watch *watch;
 	volatile int watch_stop;
 	struct resolver_thread rt;
@@ -253,9 +255,11 @@ static int hostaddrs_event(void *arg, uint32_t revents)
 	return 0;
 }
 
-static void hostaddrs_watch_added(int fd)
+static void hostaddrs_watch_added(void *ctx, int fd)
 {
-	if (custode_loop_add(fd, EPOLLIN, hostaddrs_event, (void *)(intptr_t)fd) < 0)
+	struct custode_loop *loop = ctx;
+
+	if (custode_loop_add(loop, fd, EPOLLIN, hostaddrs_event, (void *)(intptr_t)fd) < 0)
 		fprintf(stderr, "custode daemon: host addresses: can't watch fd %d\n", fd);
 }
 
@@ -322,11 +326,10 @@ static int daemon_open_loop(struct daemon *d, struct custode_refusal *why)
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	signal(SIGPIPE, SIG_IGN);
 	d->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	if ((err = custode_loop_init()) || d->sfd < 0)
+	if ((err = custode_loop_init(&d->loop)) || d->sfd < 0)
 		return custode_refuse(why, err ? -err : errno, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s",
 				      strerror(err ? -err : errno));
-	d->loop_up = true;
-	custode_loop_add(d->sfd, EPOLLIN, on_signalfd, d);
+	custode_loop_add(d->loop, d->sfd, EPOLLIN, on_signalfd, d);
 	return 0;
 }
 
@@ -335,18 +338,19 @@ static int daemon_open_service(struct daemon *d, struct custode_refusal *why)
 {
 	int err;
 
-	if ((err = custode_stream_open(&d->o.so, &d->stream, why)))
+	if ((err = custode_stream_open(d->loop, &d->o.so, &d->stream, why)))
 		return err;
 	d->lg.stream = d->stream;
-	if (custode_service_new(&d->engine, d->stream, &d->o.svc, &d->service) < 0)
+	if (custode_service_new(d->loop, &d->engine, d->stream, &d->o.svc, &d->service) < 0)
 		return custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
 	custode_service_adopt(d->service);
 	if ((err = custode_service_start(d->service, why)))
 		return err;
 	d->service_up = true;
-	if ((err = custode_control_listen(d->control_path, d->stream, custode_service_handle, d->service, why)))
+	if ((err = custode_control_listen(d->loop, d->control_path, d->stream, custode_service_handle, d->service,
+					  &d->control, why)))
 		return err;
-	d->control_up = true;
+	custode_service_set_control(d->service, d->control);
 	return 0;
 }
 
@@ -374,11 +378,11 @@ static int daemon_open_bundles(struct daemon *d, struct custode_refusal *why)
 }
 
 /* This namespace's own addresses, kept current for the runs in it (net.host_address). */
-static void daemon_watch_hostaddrs(void)
+static void daemon_watch_hostaddrs(struct daemon *d)
 {
 	struct custode_refusal hw = {0};
 
-	custode_hostaddrs_on_new(hostaddrs_watch_added);
+	custode_hostaddrs_on_new(hostaddrs_watch_added, d->loop);
 	if (custode_hostaddrs_watch_pid(0, &hw))
 		fprintf(stderr, "custode daemon: host addresses: %s: %s (runs started here watch them themselves)\n",
 			custode_reason_name(hw.reason), hw.detail);
@@ -396,7 +400,7 @@ static int daemon_start_resolver(struct daemon *d, struct custode_refusal *why)
 	if ((err = custode_resolver_open(cfg, &hooks, &rt->r, why)))
 		return err;
 	rt->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (rt->done_fd < 0 || custode_loop_add(rt->done_fd, EPOLLIN, resolver_done, rt) < 0 ||
+	if (rt->done_fd < 0 || custode_loop_add(d->loop, rt->done_fd, EPOLLIN, resolver_done, rt) < 0 ||
 	    pthread_create(&rt->thread, NULL, resolver_thread, rt) != 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "resolver thread: %s",
 				      strerror(errno));
@@ -424,7 +428,7 @@ static int daemon_run(struct daemon *d)
 		d->o.so.stdout_format ? d->o.so.stdout_format : "json", d->o.so.file ? " and " : "",
 		d->o.so.file ? d->o.so.file : "", (int)getpid());
 	sd_notify("READY=1\nSTATUS=custode daemon: enforcing, control socket up");
-	err = custode_loop_run(&d->stop);
+	err = custode_loop_run(d->loop, &d->stop);
 	sd_notify("STOPPING=1");
 	if (err) {
 		fprintf(stderr, "custode daemon: stopping: %s\n", strerror(-err));
@@ -449,14 +453,16 @@ static void daemon_close(struct daemon *d)
 		custode_bundle_watch_join(d->watch);
 		custode_bundle_watch_close(d->watch);
 	}
-	if (d->control_up)
-		custode_control_shutdown();
+	if (d->control) {
+		custode_service_set_control(d->service, NULL); /* its counters kept for the last textfile */
+		custode_control_shutdown(d->control);
+	}
 	if (d->service_up)
 		custode_service_stop(d->service);
 	custode_service_free(d->service);
 	custode_stream_close(d->stream);
-	if (d->loop_up)
-		custode_loop_fini();
+	custode_hostaddrs_on_new(NULL, NULL); /* its ctx, the loop, goes */
+	custode_loop_fini(d->loop);
 	if (d->sfd >= 0)
 		close(d->sfd);
 	custode_trust_free(d->src_trust);
@@ -481,7 +487,7 @@ int custode_cmd_daemon(int argc, char **argv)
 	if (daemon_open_engine(&d, &why) || daemon_open_loop(&d, &why) || daemon_open_service(&d, &why) ||
 	    (d.o.bundles_dir && daemon_open_bundles(&d, &why)))
 		goto refused;
-	daemon_watch_hostaddrs();
+	daemon_watch_hostaddrs(&d);
 	if (!d.o.no_resolver && daemon_start_resolver(&d, &why))
 		goto refused;
 	code = daemon_run(&d);

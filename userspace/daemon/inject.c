@@ -79,7 +79,7 @@ int stream_inject_open(struct custode_stream *s)
 	pthread_mutex_lock(&s->inj.lock);
 	s->inj.efd = fd;
 	pthread_mutex_unlock(&s->inj.lock);
-	err = custode_loop_add(fd, EPOLLIN, inject_ready, s);
+	err = custode_loop_add(s->loop, fd, EPOLLIN, inject_ready, s);
 	return err < 0 ? err : 0;
 }
 
@@ -87,7 +87,7 @@ void stream_inject_close(struct custode_stream *s)
 {
 	pthread_mutex_lock(&s->inj.lock);
 	if (s->inj.efd >= 0) {
-		custode_loop_del(s->inj.efd);
+		custode_loop_del(s->loop, s->inj.efd);
 		close(s->inj.efd);
 	}
 	s->inj.efd = -1;

@@ -15,7 +15,7 @@
 
 void service_http_close(struct http *h)
 {
-	custode_loop_del(h->fd);
+	custode_loop_del(h->v->loop, h->fd);
 	close(h->fd);
 	free(h->out);
 	memset(h, 0, sizeof(*h));
@@ -66,7 +66,7 @@ static int http_event(void *arg, uint32_t revents)
 			}
 		}
 		free(body);
-		custode_loop_mod(h->fd, EPOLLOUT);
+		custode_loop_mod(h->v->loop, h->fd, EPOLLOUT);
 	}
 	if (h->out && (revents & (EPOLLOUT | EPOLLIN))) {
 		while (h->off < h->outlen) {
@@ -100,7 +100,7 @@ static int http_accept(void *arg, uint32_t revents)
 		for (int i = 0; i < MAX_HTTP && !h; i++)
 			if (!v->http[i].used)
 				h = &v->http[i];
-		if (!h || custode_loop_add(fd, EPOLLIN, http_event, h) < 0) {
+		if (!h || custode_loop_add(v->loop, fd, EPOLLIN, http_event, h) < 0) {
 			close(fd);
 			continue;
 		}
@@ -144,8 +144,8 @@ int service_http_listen(struct custode_service *v, const char *spec, struct cust
 				      strerror(err));
 	}
 	v->http_fd = fd;
-	if ((err = custode_loop_add(fd, EPOLLIN, http_accept, v)) ||
-	    (err = custode_loop_timer(1000, http_timer, v)) < 0)
+	if ((err = custode_loop_add(v->loop, fd, EPOLLIN, http_accept, v)) ||
+	    (err = custode_loop_timer(v->loop, 1000, http_timer, v)) < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	return 0;
 }

@@ -157,7 +157,7 @@ static void metrics_stream(struct custode_service *v, struct custode_prom *p)
 	size_t clients, followers;
 
 	custode_stream_stats(v->stream, &ss);
-	custode_control_counts(&clients, &followers);
+	service_control_counts(v, &clients, &followers, &cs);
 	custode_prom_family(p, "custode_stream_records_total", "counter", "Decision records this daemon published.");
 	custode_prom_add(p, "custode_stream_records_total", (double)ss.records, NULL);
 	custode_prom_family(p, "custode_stream_throttle_records_total", "counter", "Throttle records this daemon published (kernel and its own).");
@@ -173,7 +173,6 @@ static void metrics_stream(struct custode_service *v, struct custode_prom *p)
 	custode_prom_add(p, "custode_stream_resolver_records_dropped_total", (double)ss.inject_dropped, NULL);
 	custode_prom_family(p, "custode_stream_file_reopens_total", "counter", "Times the events file was renamed or removed under the daemon (logrotate) and opened again.");
 	custode_prom_add(p, "custode_stream_file_reopens_total", (double)ss.file_reopens, NULL);
-	custode_control_stats(&cs);
 	custode_prom_family(p, "custode_control_overflow_disconnects_total", "counter", "Control clients disconnected: their unread answers passed the hard cap.");
 	custode_prom_add(p, "custode_control_overflow_disconnects_total", (double)cs.overflow_disconnects, NULL);
 	custode_prom_family(p, "custode_stream_follower_lost_total", "counter", "Records skipped for followers too slow to take them (each told {\"lost\": N}).");

@@ -34,14 +34,15 @@ void service_report(void *ctx, const char *action, const char *detail, const jso
 		!strcmp(action, "unverified") ? "policy.unverified: " : "", detail ? detail : "");
 }
 
-int custode_service_new(struct custode_engine *e, struct custode_stream *stream, const struct custode_service_opts *o,
-			struct custode_service **out)
+int custode_service_new(struct custode_loop *loop, struct custode_engine *e, struct custode_stream *stream,
+			const struct custode_service_opts *o, struct custode_service **out)
 {
 	struct custode_service *v = calloc(1, sizeof(*v));
 
 	if (!v)
 		return -ENOMEM;
 	v->http_fd = v->stats_fd = v->estats_fd = v->dnsc_fd = -1;
+	v->loop = loop;
 	v->e = e;
 	v->stream = stream;
 	v->o = *o;
@@ -102,23 +103,43 @@ static int peer_check(void *ctx, int pid, struct custode_refusal *why)
 	return 0;
 }
 
+void custode_service_set_control(struct custode_service *v, struct custode_control_server *srv)
+{
+	if (v->control && !srv)
+		custode_control_stats(v->control, &v->control_kept);
+	v->control = srv;
+	if (srv)
+		custode_control_set_peer_check(srv, peer_check, v);
+}
+
+void service_control_counts(struct custode_service *v, size_t *clients, size_t *followers,
+			    struct custode_control_stats *st)
+{
+	if (!v->control) {
+		*clients = *followers = 0;
+		*st = v->control_kept;
+		return;
+	}
+	custode_control_counts(v->control, clients, followers);
+	custode_control_stats(v->control, st);
+}
+
 int custode_service_start(struct custode_service *v, struct custode_refusal *why)
 {
 	int err;
 
-	custode_control_set_peer_check(peer_check, v);
 	v->stats_fd = custode_map_open(CUSTODE_MAP_STATS);
 	v->estats_fd = custode_map_open(CUSTODE_MAP_EVENT_STATS);
 	v->dnsc_fd = custode_map_open(CUSTODE_MAP_DNS_COUNTERS);
 	service_snapshot(v);
 	service_maps_refresh(v);
-	if ((err = custode_loop_timer(SNAPSHOT_MS, service_snapshot_timer, v)) < 0)
+	if ((err = custode_loop_timer(v->loop, SNAPSHOT_MS, service_snapshot_timer, v)) < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	if (v->o.metrics_listen && (err = service_http_listen(v, v->o.metrics_listen, why)))
 		return err;
 	if (v->o.metrics_file) {
 		service_textfile_timer(v);
-		if ((err = custode_loop_timer(v->o.metrics_interval * 1000, service_textfile_timer, v)) < 0)
+		if ((err = custode_loop_timer(v->loop, v->o.metrics_interval * 1000, service_textfile_timer, v)) < 0)
 			return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	}
 	return 0;
@@ -130,7 +151,7 @@ void custode_service_stop(struct custode_service *v)
 		if (v->http[i].used)
 			service_http_close(&v->http[i]);
 	if (v->http_fd >= 0) {
-		custode_loop_del(v->http_fd);
+		custode_loop_del(v->loop, v->http_fd);
 		close(v->http_fd);
 		v->http_fd = -1;
 	}

@@ -17,6 +17,8 @@
 
 /* The service: a handle, from custode_service_new, passed to every function below. */
 struct custode_service;
+struct custode_control_server;
+struct custode_loop;
 
 struct custode_service_opts {
 	const char *metrics_listen; /* "ADDR:PORT" (loopback recommended), or NULL */
@@ -29,19 +31,27 @@ struct custode_service_opts {
 
 /*
  * The service of engine e, telling stream (run ids, policy names) and
- * reading its counts; the options are copied (src's trust is borrowed).
- * Nothing is opened yet. 0 and *out, or -ENOMEM.
+ * reading its counts, its timers and endpoint in loop (loop, e and stream
+ * outlive it); the options are copied (src's trust is borrowed). Nothing is
+ * opened yet. 0 and *out, or -ENOMEM.
  */
-int custode_service_new(struct custode_engine *e, struct custode_stream *stream, const struct custode_service_opts *o,
-			struct custode_service **out);
+int custode_service_new(struct custode_loop *loop, struct custode_engine *e, struct custode_stream *stream,
+			const struct custode_service_opts *o, struct custode_service **out);
 /* Adopt what the pinned registry and the state directory hold; report each run on stderr. */
 int custode_service_adopt(struct custode_service *v);
 /*
- * Register the timers, the metrics endpoint and the control peer check in
- * the daemon's loop. On failure, what it registered stays until the loop
- * ends: the caller frees the service without stopping it.
+ * Register the timers and the metrics endpoint in the daemon's loop. On
+ * failure, what it registered stays until the loop ends: the caller frees
+ * the service without stopping it.
  */
 int custode_service_start(struct custode_service *v, struct custode_refusal *why);
+/*
+ * The control server that answers for the service (custode_service_handle
+ * its handler): the service's peer check is set on it, and its clients and
+ * counters go into status and the metrics (none yet: 0). NULL before that
+ * server shuts down: its counters are kept for the metrics written after.
+ */
+void custode_service_set_control(struct custode_service *v, struct custode_control_server *srv);
 /* Undo a started service: the metrics endpoint closed, the textfile written a last time. */
 void custode_service_stop(struct custode_service *v);
 /* Close the service's map fds and free it (after custode_service_stop if it started). NULL: nothing. */

@@ -6,7 +6,8 @@
  * text and textfile; metrics_http.c the HTTP endpoint; commands.c the
  * control commands). The service is a handle (struct custode_service,
  * below), passed to every function of these files, and the ctx of its loop
- * callbacks, control handler and peer check.
+ * callbacks, control handler and peer check; it holds the loop and the
+ * control server (handles too).
  */
 #ifndef CUSTODE_DAEMON_SERVICE_IMPL_H
 #define CUSTODE_DAEMON_SERVICE_IMPL_H
@@ -17,6 +18,7 @@
 
 #include "custode/abi.h"
 #include "custode/resolver.h"
+#include "daemon/control.h"
 #include "daemon/service.h"
 #include "util/table.h"
 
@@ -62,6 +64,9 @@ struct http {
 
 struct custode_service {
 	struct custode_engine *e;
+	struct custode_loop *loop; /* its timers and the metrics endpoint */
+	struct custode_control_server *control; /* answering for it (custode_service_set_control), or NULL */
+	struct custode_control_stats control_kept; /* the last server's counters once it is gone */
 	struct custode_stream *stream; /* run ids and policy names for its records; its counts in the metrics */
 	struct custode_service_opts o;
 	struct custode_table runs; /* cgroup id -> struct runrec, as the last snapshot saw them */
@@ -79,6 +84,9 @@ struct custode_service {
 
 /* service.c: one line on stderr per adopted or reaped run (ctx: the service) */
 void service_report(void *ctx, const char *action, const char *detail, const json_t *run);
+/* service.c: the control server's clients, followers and counters (none yet: 0; gone: its last counters) */
+void service_control_counts(struct custode_service *v, size_t *clients, size_t *followers,
+			    struct custode_control_stats *st);
 /* snapshot.c */
 void service_snapshot(struct custode_service *v);
 void service_maps_refresh(struct custode_service *v);

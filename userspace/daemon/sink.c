@@ -43,9 +43,9 @@ static void outq_flush(struct outq *q)
 		bool want = q->len > 0;
 
 		if (want && !q->watching) {
-			q->watching = custode_loop_add(q->fd, EPOLLOUT, stream_outq_event, q) == 0;
+			q->watching = custode_loop_add(q->loop, q->fd, EPOLLOUT, stream_outq_event, q) == 0;
 		} else if (!want && q->watching) {
-			custode_loop_del(q->fd);
+			custode_loop_del(q->loop, q->fd);
 			q->watching = false;
 		}
 	}
@@ -59,7 +59,7 @@ int stream_outq_event(void *arg, uint32_t revents)
 		outq_lose(q);
 	outq_flush(q);
 	if (q->gone && q->watching) {
-		custode_loop_del(q->fd);
+		custode_loop_del(q->loop, q->fd);
 		q->watching = false;
 	}
 	return 0;

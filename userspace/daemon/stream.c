@@ -86,7 +86,7 @@ int stream_tick(void *arg)
 	return 0;
 }
 
-int custode_stream_new(const struct custode_stream_opts *o, struct custode_stream **out)
+int custode_stream_new(struct custode_loop *loop, const struct custode_stream_opts *o, struct custode_stream **out)
 {
 	const struct custode_table_spec rec = {.key_size = sizeof(struct custode_throttle_key),
 					       .val_size = sizeof(struct reconcile), .slots = RECONCILE_SLOTS, .max = RECONCILE_MAX};
@@ -97,6 +97,8 @@ int custode_stream_new(const struct custode_stream_opts *o, struct custode_strea
 	if (!s)
 		return -ENOMEM;
 	s->events_fd = s->throttle_fd = s->stats_fd = s->runs_fd = s->cfg_fd = s->file_fd = -1;
+	s->loop = loop;
+	s->out.loop = loop;
 	s->out.fd = -1;
 	s->o = *o;
 	s->o.maps = NULL; /* the copy below is what the stream uses */
@@ -206,18 +208,19 @@ static int stream_start(struct custode_stream *s, struct custode_refusal *why)
 	if (!s->rb)
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "map the ring buffer: %s",
 				      strerror(errno));
-	if ((err = custode_loop_add(ring_buffer__epoll_fd(s->rb), EPOLLIN, rb_ready, s)) ||
-	    (err = custode_loop_timer(TICK_MS, stream_tick, s)) < 0 || (err = stream_inject_open(s)) < 0)
+	if ((err = custode_loop_add(s->loop, ring_buffer__epoll_fd(s->rb), EPOLLIN, rb_ready, s)) ||
+	    (err = custode_loop_timer(s->loop, TICK_MS, stream_tick, s)) < 0 || (err = stream_inject_open(s)) < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	return 0;
 }
 
-int custode_stream_open(const struct custode_stream_opts *o, struct custode_stream **out, struct custode_refusal *why)
+int custode_stream_open(struct custode_loop *loop, const struct custode_stream_opts *o, struct custode_stream **out,
+			struct custode_refusal *why)
 {
 	struct custode_stream *s = NULL;
 	int err;
 
-	if (custode_stream_new(o, &s) < 0)
+	if (custode_stream_new(loop, o, &s) < 0)
 		return custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
 	s->ncpu = libbpf_num_possible_cpus();
 	s->en = custode_event_enricher_new();

@@ -22,6 +22,7 @@
 
 /* The stream: a handle, from custode_stream_open (or _new), passed to every function below. */
 struct custode_stream;
+struct custode_loop;
 
 /*
  * How the stream reads the engine's maps once it is open (throttle
@@ -48,19 +49,21 @@ struct custode_stream_opts {
 
 /*
  * The daemon's stream: the engine's maps, the sinks (stdout, --events-file),
- * the baselines, the ring buffer and the tick in the daemon's loop. 0 and
- * *out, or -errno with why filled (*out untouched).
+ * the baselines, the ring buffer and the tick in the daemon's loop (which
+ * must outlive the stream). 0 and *out, or -errno with why filled (*out
+ * untouched).
  */
-int custode_stream_open(const struct custode_stream_opts *o, struct custode_stream **out,
+int custode_stream_open(struct custode_loop *loop, const struct custode_stream_opts *o, struct custode_stream **out,
 			struct custode_refusal *why);
 /*
  * A stream without the engine (what _open builds first): the options with
  * their defaults, the history and the throttle tables; no map, no sink
- * opened, nothing in the loop (stdout is no sink: out.fd -1). For unit
- * tests, which then open what they need through stream_impl.h. 0 and *out,
- * or -ENOMEM.
+ * opened, nothing in the loop yet (stdout is no sink: out.fd -1); loop is
+ * where a sink opened later waits (NULL: a stream with no pollable sink).
+ * For unit tests, which then open what they need through stream_impl.h. 0
+ * and *out, or -ENOMEM.
  */
-int custode_stream_new(const struct custode_stream_opts *o, struct custode_stream **out);
+int custode_stream_new(struct custode_loop *loop, const struct custode_stream_opts *o, struct custode_stream **out);
 /* Flush and close what is open, give the engine its default throttling back, free the stream. NULL: nothing. */
 void custode_stream_close(struct custode_stream *s);
 

@@ -41,6 +41,7 @@
 
 /* A non-blocking output: a bounded queue, flushed when the fd is writable. */
 struct outq {
+	struct custode_loop *loop; /* where a pollable fd waits until it is writable */
 	int fd;
 	bool pollable, watching, gone;
 	char *buf;
@@ -110,6 +111,7 @@ struct reconcile {
 };
 
 struct custode_stream {
+	struct custode_loop *loop; /* the ring buffer, the tick, the injected records' eventfd, a slow sink */
 	struct custode_stream_opts o;
 	struct custode_stream_map_ops maps; /* how the engine's maps are read after open (throttle.c) */
 	int events_fd, throttle_fd, stats_fd, runs_fd, cfg_fd;

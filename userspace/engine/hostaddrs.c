@@ -276,11 +276,13 @@ void custode_hostaddrs_unwatch(struct custode_hostaddr_watch *w)
 
 static struct custode_hostaddr_watch watches[MAX_WATCHES];
 static size_t n_watches;
-static void (*on_new)(int fd);
+static void (*on_new)(void *ctx, int fd);
+static void *on_new_ctx;
 
-void custode_hostaddrs_on_new(void (*notify)(int fd))
+void custode_hostaddrs_on_new(void (*notify)(void *ctx, int fd), void *ctx)
 {
 	on_new = notify;
+	on_new_ctx = ctx;
 }
 
 int custode_hostaddrs_watch_pid(int pid, struct custode_refusal *why)
@@ -325,7 +327,7 @@ int custode_hostaddrs_watch_pid(int pid, struct custode_refusal *why)
 		return err;
 	watches[n_watches++] = w;
 	if (on_new)
-		on_new(w.nl_fd);
+		on_new(on_new_ctx, w.nl_fd);
 	return 0;
 }
 

@@ -50,11 +50,11 @@ bool custode_hostaddrs_contains(int map_fd, uint64_t cookie, const uint8_t addr[
  * The process-wide set of watched namespaces (the daemon: its own, and each
  * attached cgroup's). Watch the namespace of pid (0: this process's) unless
  * it is watched already; a new watch's socket is handed to the notify
- * function set by custode_hostaddrs_on_new (the daemon's event loop), which
- * calls custode_hostaddrs_refresh_fd when it is readable.
+ * function set by custode_hostaddrs_on_new (the daemon's event loop, its
+ * ctx), which calls custode_hostaddrs_refresh_fd when it is readable.
  */
 int custode_hostaddrs_watch_pid(int pid, struct custode_refusal *why);
-void custode_hostaddrs_on_new(void (*notify)(int fd));
+void custode_hostaddrs_on_new(void (*notify)(void *ctx, int fd), void *ctx);
 int custode_hostaddrs_refresh_fd(int fd, struct custode_refusal *why);
 /* The first process of a cgroup (recursively), 0 if none: whose namespace an attached run uses. */
 int custode_hostaddrs_cgroup_pid(const char *cgroup_dir);
