@@ -175,7 +175,7 @@ static int delete_keys(int fd, const struct keyset *ks, size_t *deleted)
 
 		if (bpf_map_delete_batch(fd, ks->keys + i * ks->key_size, &count, &opts) == 0) {
 			*deleted += count;
-			break;
+			return 0;
 		}
 		/* count: how many went before the failure; a key gone meanwhile (ENOENT) is skipped */
 		*deleted += count;

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * swapbench [ROUNDS] [RULES] [OTHERS] [OTHER_RULES]: a live policy swap
+ * through the one implementation the daemon and attach use (run/program.h),
+ * natively (the egress class loads here; every engine object holds the file
+ * rule maps too, so file rules are programmed and deleted as on any host).
+ *
+ * OTHERS runs are registered first, each with OTHER_RULES file rules and as
+ * many egress rules, so the maps hold what a busy host's do (a deletion that
+ * scans the maps pays for them). Then, per round, a subject run of RULES file
+ * rules + RULES egress rules (RULES/24 CIDR rules on one port each) is
+ * swapped to a new version with as many different rules:
+ *   compile  policy → rule set (userspace only)
+ *   add      the new rules into the maps (beside the old: nothing changes yet)
+ *   flip     the one update of the run's value: the new policy is in force
+ *   retire   the grace period (membarrier) and the deletion of the old rules
+ * "In force" (compile + add + flip) is what a user waits for; retire follows.
+ * The runs are registered under cgroup ids no cgroup has (nothing runs in
+ * them): the maps are what is measured. Everything is removed at the end.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "custode/abi.h"
+#include "engine/engine.h"
+#include "run/program.h"
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A policy of n directory rules under /srv/bench/<tag> and n egress CIDRs (tag picks distinct ones). */
+static struct custode_policy *make_policy(int tag, int n, int version)
+{
+	size_t cap = (size_t)n * 160 + 512, len = 0;
+	char *t = malloc(cap);
+	struct custode_policy *p = NULL;
+	struct custode_refusal why = {0};
+
+	if (!t)
+		return NULL;
+	len += (size_t)snprintf(t + len, cap - len,
+				"{\"schema\":\"custode.policy/v1\",\"name\":\"bench/swap%d\",\"version\":%d,\"content\":{"
+				"\"filesystem\":[",
+				tag, version);
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(t + len, cap - len, "%s{\"path\":\"/srv/bench/t%d/v%d/d%d\",\"allow\":[\"read\"]}",
+					i ? "," : "", tag, version, i);
+	len += (size_t)snprintf(t + len, cap - len, "],\"network\":{\"egress\":[");
+	for (int i = 0; i < n; i++) {
+		int r = (tag * 7919 + version * 104729 + i) % 4000000;
+
+		len += (size_t)snprintf(t + len, cap - len, "%s{\"cidr\":\"%d.%d.%d.0/24\",\"ports\":[%d]}", i ? "," : "",
+					11 + r / 65536, (r / 256) % 256, r % 256, 1000 + version % 50000);
+	}
+	snprintf(t + len, cap - len, "]}}}");
+	if (custode_policy_parse(t, strlen(t), &p, &why) < 0) {
+		fprintf(stderr, "swapbench: policy: %s\n", why.detail);
+		p = NULL;
+	}
+	free(t);
+	return p;
+}
+
+struct subject {
+	struct custode_program pr;
+	struct custode_policy *policy;
+};
+
+static int program(struct custode_engine *e, struct subject *s, int tag, int n, int version, __u64 run_id)
+{
+	static const struct custode_bindings b = {.workspace = "/srv/bench/ws", .tmp = "/srv/bench/tmp"};
+	struct custode_refusal why = {0};
+
+	memset(s, 0, sizeof(*s));
+	if (!(s->policy = make_policy(tag, n, version)))
+		return -1;
+	s->pr.policy = s->policy;
+	s->pr.bindings = b;
+	s->pr.run_id = run_id;
+	if (custode_program_ruleset(e, &s->pr, &why) < 0 || custode_program_rules(e, &s->pr, &why) < 0) {
+		fprintf(stderr, "swapbench: program: %s\n", why.detail);
+		return -1;
+	}
+	return 0;
+}
+
+static void drop(struct custode_engine *e, struct subject *s)
+{
+	custode_program_undo(e, &s->pr);
+	custode_program_free(&s->pr);
+	custode_policy_free(s->policy);
+	s->policy = NULL;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void show(const char *what, double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	printf("  %-9s %9.2f ms  [%.2f-%.2f]\n", what, v[n / 2], v[0], v[n - 1]);
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 5, rules = argc > 2 ? atoi(argv[2]) : 10000;
+	int others = argc > 3 ? atoi(argv[3]) : 4, other_rules = argc > 4 ? atoi(argv[4]) : 2000;
+	const __u64 base_cgid = 0x7ffff00000000000ull; /* no cgroup has such an id */
+	struct custode_engine e;
+	struct custode_refusal why = {0};
+	struct subject *o = calloc((size_t)others + 1, sizeof(*o)), cur, next;
+	double t_compile[64], t_add[64], t_flip[64], t_retire[64], t_force[64];
+	struct custode_run run;
+	int err = 1;
+
+	memset(&e, 0, sizeof(e));
+	memset(&cur, 0, sizeof(cur));
+	if (!o || rounds < 1 || rounds > 64 || rules < 1 || others < 0) {
+		fprintf(stderr, "usage: swapbench [ROUNDS<=64] [RULES] [OTHERS] [OTHER_RULES]\n");
+		return 2;
+	}
+	if (custode_host_prepare(&e, &why) < 0 ||
+	    custode_engine_open(&e, CUSTODE_CLASS_EGRESS, CUSTODE_ENGINE_LOAD, &why) < 0) {
+		fprintf(stderr, "swapbench: engine: %s\n", why.detail);
+		return 1;
+	}
+	for (int i = 0; i < others; i++)
+		if (program(&e, &o[i], 100 + i, other_rules, 1, 0x5000 + (__u64)i) < 0 ||
+		    custode_program_register(&e, &o[i].pr, base_cgid + 1 + (__u64)i, 0, NULL, &why) < 0)
+			goto refused;
+	if (program(&e, &cur, 1, rules, 1, 0x4000) < 0 ||
+	    custode_program_register(&e, &cur.pr, base_cgid, 0, &run, &why) < 0)
+		goto refused;
+	for (int r = 0; r < rounds; r++) {
+		double t0 = now_ms(), t1, t2, t3, t4;
+		struct custode_policy *p = make_policy(1, rules, r + 2);
+		struct custode_refusal w = {0};
+
+		if (!p)
+			goto out;
+		memset(&next, 0, sizeof(next));
+		next.policy = p;
+		next.pr.policy = p;
+		next.pr.bindings = cur.pr.bindings;
+		next.pr.run_id = 0x4000;
+		if (custode_program_ruleset(&e, &next.pr, &w) < 0 ||
+		    custode_policy_compile_fs(p, &next.pr.bindings, next.pr.ruleset, &next.pr.fs, &w) < 0 ||
+		    custode_policy_compile_net(p, NULL, 0, next.pr.ruleset, &next.pr.net, &w) < 0) {
+			fprintf(stderr, "swapbench: compile: %s\n", w.detail);
+			goto out;
+		}
+		t1 = now_ms();
+		next.pr.rules_added = true;
+		if (custode_engine_add_rules(&e, next.pr.ruleset, &next.pr.fs) < 0 ||
+		    custode_engine_add_net(&e, &next.pr.net) < 0) {
+			fprintf(stderr, "swapbench: add: %s\n", strerror(errno));
+			goto out;
+		}
+		t2 = now_ms();
+		{
+			struct custode_run n;
+			int rc = custode_engine_get_run(&e, base_cgid, &run);
+
+			n = run;
+			n.ruleset = next.pr.ruleset;
+			if (rc < 0 || (rc = custode_engine_set_run(&e, base_cgid, &n)) < 0) {
+				fprintf(stderr, "swapbench: flip: %s\n", strerror(-rc));
+				goto out;
+			}
+		}
+		t3 = now_ms();
+		custode_engine_quiesce();
+		custode_engine_delete_ruleset(&e, run.ruleset);
+		custode_engine_delete_net_ruleset(&e, run.ruleset);
+		t4 = now_ms();
+		/* the subject now runs `next`; the old one's rules are gone */
+		cur.pr.rules_added = false;
+		drop(&e, &cur);
+		cur = next;
+		cur.pr.registered = true;
+		cur.pr.cgroup_id = base_cgid;
+		t_compile[r] = t1 - t0;
+		t_add[r] = t2 - t1;
+		t_flip[r] = t3 - t2;
+		t_retire[r] = t4 - t3;
+		t_force[r] = t3 - t0;
+	}
+	printf("swap of %d file + %d egress rules, %d other runs of %d + %d present, %d rounds (median [min-max])\n", rules,
+	       rules, others, other_rules, other_rules, rounds);
+	show("compile", t_compile, rounds);
+	show("add", t_add, rounds);
+	show("flip", t_flip, rounds);
+	show("in force", t_force, rounds);
+	show("retire", t_retire, rounds);
+	err = 0;
+	goto out;
+refused:
+	fprintf(stderr, "swapbench: %s\n", why.detail[0] ? why.detail : "setup failed");
+out:
+	if (cur.policy)
+		drop(&e, &cur);
+	for (int i = 0; i < others; i++)
+		if (o[i].policy)
+			drop(&e, &o[i]);
+	custode_engine_close(&e);
+	free(o);
+	return err;
+}
