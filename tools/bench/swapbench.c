@@ -15,15 +15,22 @@
  *   flip     the one update of the run's value: the new policy is in force
  *   retire   the grace period (membarrier) and the deletion of the old rules
  * "In force" (compile + add + flip) is what a user waits for; retire follows.
- * The runs are registered under cgroup ids no cgroup has (nothing runs in
- * them): the maps are what is measured. Everything is removed at the end.
+ * The runs are registered under empty cgroups made for the bench
+ * (custode-swapbench/rN below the cgroup v2 mount: nothing runs in them, and
+ * since they exist no gc reaps their runs): the maps are what is measured.
+ * Everything is removed at the end.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
+#include "cgroup/cgroup.h"
 #include "custode/abi.h"
 #include "engine/engine.h"
 #include "run/program.h"
@@ -100,6 +107,26 @@ static void drop(struct custode_engine *e, struct subject *s)
 	s->policy = NULL;
 }
 
+static char cg_mount[PATH_MAX];
+
+/* An empty cgroup for run i (made if needed); its id, or 0. With remove: rmdir it. */
+static __u64 bench_cgroup(int i, bool remove)
+{
+	char path[PATH_MAX + 64];
+	__u64 id = 0;
+
+	snprintf(path, sizeof(path), "%s/custode-swapbench/r%d", cg_mount, i);
+	if (remove) {
+		rmdir(path);
+		return 0;
+	}
+	if ((mkdir(path, 0755) < 0 && errno != EEXIST) || custode_cgroup_id(path, &id) < 0) {
+		fprintf(stderr, "swapbench: cgroup %s: %s\n", path, strerror(errno));
+		return 0;
+	}
+	return id;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -117,7 +144,8 @@ int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 5, rules = argc > 2 ? atoi(argv[2]) : 10000;
 	int others = argc > 3 ? atoi(argv[3]) : 4, other_rules = argc > 4 ? atoi(argv[4]) : 2000;
-	const __u64 base_cgid = 0x7ffff00000000000ull; /* no cgroup has such an id */
+	__u64 base_cgid, *other_cgid;
+	char top[PATH_MAX + 32];
 	struct custode_engine e;
 	struct custode_refusal why = {0};
 	struct subject *o = calloc((size_t)others + 1, sizeof(*o)), cur, next;
@@ -131,6 +159,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: swapbench [ROUNDS<=64] [RULES] [OTHERS] [OTHER_RULES]\n");
 		return 2;
 	}
+	if (custode_cgroup2_mount(cg_mount, sizeof(cg_mount)) < 0) {
+		fprintf(stderr, "swapbench: no cgroup v2 mount\n");
+		return 1;
+	}
+	snprintf(top, sizeof(top), "%s/custode-swapbench", cg_mount);
+	mkdir(top, 0755);
+	other_cgid = calloc((size_t)others + 1, sizeof(*other_cgid));
+	if (!other_cgid || !(base_cgid = bench_cgroup(0, false)))
+		return 1;
+	for (int i = 0; i < others; i++)
+		if (!(other_cgid[i] = bench_cgroup(i + 1, false)))
+			return 1;
 	if (custode_host_prepare(&e, &why) < 0 ||
 	    custode_engine_open(&e, CUSTODE_CLASS_EGRESS, CUSTODE_ENGINE_LOAD, &why) < 0) {
 		fprintf(stderr, "swapbench: engine: %s\n", why.detail);
@@ -138,7 +178,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < others; i++)
 		if (program(&e, &o[i], 100 + i, other_rules, 1, 0x5000 + (__u64)i) < 0 ||
-		    custode_program_register(&e, &o[i].pr, base_cgid + 1 + (__u64)i, 0, NULL, &why) < 0)
+		    custode_program_register(&e, &o[i].pr, other_cgid[i], 0, NULL, &why) < 0)
 			goto refused;
 	if (program(&e, &cur, 1, rules, 1, 0x4000) < 0 ||
 	    custode_program_register(&e, &cur.pr, base_cgid, 0, &run, &why) < 0)
@@ -187,6 +227,7 @@ int main(int argc, char **argv)
 		t4 = now_ms();
 		/* the subject now runs `next`; the old one's rules are gone */
 		cur.pr.rules_added = false;
+		cur.pr.registered = false; /* the run stays: it is `next`'s now */
 		drop(&e, &cur);
 		cur = next;
 		cur.pr.registered = true;
@@ -215,6 +256,10 @@ out:
 		if (o[i].policy)
 			drop(&e, &o[i]);
 	custode_engine_close(&e);
+	for (int i = 0; i <= others; i++)
+		bench_cgroup(i, true);
+	rmdir(top);
+	free(other_cgid);
 	free(o);
 	return err;
 }

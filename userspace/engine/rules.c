@@ -14,6 +14,8 @@
 #include "engine/engine.h"
 #include "engine/engine_int.h"
 
+#define KERNEL_ENOTSUPP 524 /* what bpf() says of a batch operation a map type lacks */
+
 int custode_engine_alloc_ruleset(struct custode_engine *e, __u32 *out)
 {
 	/* Another launcher may have allocated since we opened the engine: re-read under the lock. */
@@ -46,25 +48,69 @@ int custode_engine_alloc_ruleset(struct custode_engine *e, __u32 *out)
 	return -ENOSPC;
 }
 
+/*
+ * Add n keys with their values: BPF_MAP_UPDATE_BATCH where the map has it
+ * (one call for the lot), else a call a key. Keys and values are packed
+ * arrays of the map's sizes.
+ */
+static int update_keys(int fd, const void *keys, const void *vals, size_t n, size_t key_size, size_t val_size)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+	size_t i = 0;
+
+	while (i < n) {
+		__u32 count = (__u32)(n - i);
+
+		if (bpf_map_update_batch(fd, (const char *)keys + i * key_size, (const char *)vals + i * val_size, &count,
+					 &opts) == 0)
+			return 0;
+		i += count; /* count: how many went in before the failure */
+		if (count || (errno != EINVAL && errno != KERNEL_ENOTSUPP && errno != EOPNOTSUPP))
+			return -errno; /* a real failure (map full: E2BIG) */
+		break;                 /* no batch for this map type: by key below */
+	}
+	for (; i < n; i++)
+		if (bpf_map_update_elem(fd, (const char *)keys + i * key_size, (const char *)vals + i * val_size, BPF_ANY) <
+		    0)
+			return -errno;
+	return 0;
+}
+
 int custode_engine_add_rules(struct custode_engine *e, __u32 ruleset, const struct custode_fs_ruleset *rs)
 {
-	for (size_t i = 0; i < rs->n_ids; i++)
-		if (bpf_map_update_elem(e->identities_fd, &rs->ids[i].key, &rs->ids[i].val, BPF_ANY) < 0)
-			return -errno;
-	for (size_t i = 0; i < rs->n; i++) {
-		struct custode_path_key keys[2];
-		struct custode_path_rule val = {.allow = rs->rules[i].allow, .flags = rs->rules[i].flags};
-		int n = custode_rule_keys(&rs->rules[i], ruleset, keys);
+	struct custode_path_key *keys;
+	struct custode_path_rule *vals;
+	size_t n = 0;
+	int err = 0;
 
-		for (int k = 0; k < n; k++) {
-			/* rename protection is about the path itself (keys[0], "D\0"), never what's below it */
-			if (k == 1)
-				val.flags &= ~CUSTODE_PATH_RULE_PROTECTS_BELOW;
-			if (bpf_map_update_elem(e->rules_fd, &keys[k], &val, BPF_ANY) < 0)
-				return -errno;
-		}
+	for (size_t i = 0; i < rs->n_ids && !err; i++)
+		if (bpf_map_update_elem(e->identities_fd, &rs->ids[i].key, &rs->ids[i].val, BPF_ANY) < 0)
+			err = -errno;
+	if (err || !rs->n)
+		return err;
+	keys = calloc(rs->n * 2, sizeof(*keys));
+	vals = calloc(rs->n * 2, sizeof(*vals));
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return -ENOMEM;
 	}
-	return 0;
+	for (size_t i = 0; i < rs->n; i++) {
+		struct custode_path_rule val = {.allow = rs->rules[i].allow, .flags = rs->rules[i].flags};
+		int k = custode_rule_keys(&rs->rules[i], ruleset, &keys[n]);
+
+		for (int j = 0; j < k; j++) {
+			vals[n + (size_t)j] = val;
+			/* rename protection is about the path itself (keys[0], "D\0"), never what's below it */
+			if (j == 1)
+				vals[n + 1].flags &= ~CUSTODE_PATH_RULE_PROTECTS_BELOW;
+		}
+		n += (size_t)k;
+	}
+	err = update_keys(e->rules_fd, keys, vals, n, sizeof(*keys), sizeof(*vals));
+	free(keys);
+	free(vals);
+	return err;
 }
 
 int custode_engine_delete_rules(struct custode_engine *e, __u32 ruleset, const struct custode_fs_ruleset *rs)
@@ -107,7 +153,6 @@ static int keyset_add(struct keyset *ks, const void *key)
 }
 
 #define WALK_BATCH 1024u
-#define KERNEL_ENOTSUPP 524 /* what bpf() says of a batch operation a map type lacks */
 
 /*
  * Collect the keys that match(key), in one walk: BPF_MAP_LOOKUP_BATCH where
@@ -202,11 +247,13 @@ static int delete_keys(int fd, const struct keyset *ks, size_t *deleted)
  * size: a walk collects them, then they go by key. Deleting during a
  * get_next_key walk restarts it from the first key, so deletion while
  * walking is quadratic (a 10k-rule swap took 159 s in the guest, a run's
- * teardown 42 s with 100k pins). A pass repeats while it deleted something:
- * keys added during the walk (the resolver pinning for a run being torn
- * down) go in the next one.
+ * teardown 42 s with 100k pins). With settle, a pass repeats while it
+ * deleted something: keys added during the walk (the resolver pinning for a
+ * run being torn down) go in the next one. A retired rule set gets no new
+ * keys (no run points to it, so nobody adds to it): one pass.
  */
-static int delete_matching(int fd, size_t key_size, bool (*match)(const void *key, const void *arg), const void *arg)
+static int delete_matching(int fd, size_t key_size, bool (*match)(const void *key, const void *arg), const void *arg,
+			   bool settle)
 {
 	struct bpf_map_info info;
 	__u32 len = sizeof(info);
@@ -231,7 +278,7 @@ static int delete_matching(int fd, size_t key_size, bool (*match)(const void *ke
 		}
 		if (!err)
 			err = delete_keys(fd, &ks, &deleted);
-	} while (!err && deleted);
+	} while (settle && !err && deleted);
 	free(ks.keys);
 	return err;
 }
@@ -263,19 +310,19 @@ static bool path_key_of(const void *key, const void *arg)
 
 int custode_engine_delete_ruleset(struct custode_engine *e, __u32 ruleset)
 {
-	delete_matching(e->identities_fd, sizeof(struct custode_identity_key), identity_key_of, &ruleset);
-	return delete_matching(e->rules_fd, sizeof(struct custode_path_key), path_key_of, &ruleset);
+	delete_matching(e->identities_fd, sizeof(struct custode_identity_key), identity_key_of, &ruleset, false);
+	return delete_matching(e->rules_fd, sizeof(struct custode_path_key), path_key_of, &ruleset, false);
 }
 
 int custode_engine_add_net(struct custode_engine *e, const struct custode_net_ruleset *rs)
 {
 	__u32 one = 1;
+	int err;
 
 	if ((rs->n || rs->n_priv) && e->net_rules_fd < 0)
 		return -ENOENT;
-	for (size_t i = 0; i < rs->n; i++)
-		if (bpf_map_update_elem(e->net_rules_fd, &rs->keys[i], &rs->vals[i], BPF_ANY) < 0)
-			return -errno;
+	if (rs->n && (err = update_keys(e->net_rules_fd, rs->keys, rs->vals, rs->n, sizeof(*rs->keys), sizeof(*rs->vals))))
+		return err;
 	for (size_t i = 0; i < rs->n_priv; i++)
 		if (bpf_map_update_elem(e->net_private_fd, &rs->priv[i], &one, BPF_ANY) < 0)
 			return -errno;
@@ -307,14 +354,14 @@ int custode_engine_delete_net(struct custode_engine *e, const struct custode_net
 
 int custode_engine_delete_net_ruleset(struct custode_engine *e, __u32 ruleset)
 {
-	int err = delete_matching(e->net_rules_fd, sizeof(struct custode_net_key), net_key_of, &ruleset);
-	int r = delete_matching(e->net_private_fd, sizeof(struct custode_private_key), private_key_of, &ruleset);
-	int q = delete_matching(e->net_inbound_fd, sizeof(struct custode_private_key), private_key_of, &ruleset);
+	int err = delete_matching(e->net_rules_fd, sizeof(struct custode_net_key), net_key_of, &ruleset, false);
+	int r = delete_matching(e->net_private_fd, sizeof(struct custode_private_key), private_key_of, &ruleset, false);
+	int q = delete_matching(e->net_inbound_fd, sizeof(struct custode_private_key), private_key_of, &ruleset, false);
 
 	return err ? err : r ? r : q;
 }
 
 int custode_engine_delete_pins(struct custode_engine *e, __u64 run_cgid)
 {
-	return delete_matching(e->pins_fd, sizeof(struct custode_pin_key), pin_key_of, &run_cgid);
+	return delete_matching(e->pins_fd, sizeof(struct custode_pin_key), pin_key_of, &run_cgid, true);
 }
