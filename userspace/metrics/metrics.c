@@ -245,6 +245,12 @@ static void put(struct buf *b, const char *fmt, ...)
 	}
 }
 
+void custode_prom_one(struct custode_prom *p, const char *name, const char *type, const char *help, double value)
+{
+	custode_prom_family(p, name, type, help);
+	custode_prom_add(p, name, value, NULL);
+}
+
 char *custode_prom_render(const struct custode_prom *p)
 {
 	struct buf b = {0};
