@@ -29,6 +29,24 @@ static int refused(const char *cmd, const struct custode_refusal *why)
 	return why->reason == CUSTODE_REASON_RUN_USAGE ? 2 : EXIT_REFUSED;
 }
 
+/* A command's help on stderr, its request dropped: EXIT_USAGE. */
+static int bad_usage(void (*usage)(FILE *f), json_t *req)
+{
+	usage(stderr);
+	json_decref(req);
+	return EXIT_USAGE;
+}
+
+/* req (consumed) to the daemon: 0 with its answer in *resp, or the exit of its refusal (said on stderr). */
+static int call_daemon(const char *cmd, json_t *req, json_t **resp)
+{
+	struct custode_refusal why = {0};
+	int err = custode_control_call(req, resp, CALL_TIMEOUT_MS, &why);
+
+	json_decref(req);
+	return err ? refused(cmd, &why) : 0;
+}
+
 static const char *jstr(const json_t *o, const char *k)
 {
 	const char *v = json_string_value(json_object_get(o, k));
@@ -77,7 +95,6 @@ int custode_cmd_attach(int argc, char **argv)
 					     {"json", no_argument, NULL, 'j'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
-	struct custode_refusal why = {0};
 	json_t *req = json_pack("{s:s}", "cmd", "attach"), *resp = NULL, *run, *pol;
 	bool json = false;
 	int c, sources = 0, err;
@@ -126,21 +143,15 @@ int custode_cmd_attach(int argc, char **argv)
 			json_decref(req);
 			return 0;
 		default:
-			attach_usage(stderr);
-			json_decref(req);
-			return EXIT_USAGE;
+			return bad_usage(attach_usage, req);
 		}
 	}
 	if (optind < argc || !json_object_get(req, "cgroup") || sources != 1) {
 		fprintf(stderr, "custode: attach: needs --cgroup PATH and one of --profile, --policy, --bundle\n");
-		attach_usage(stderr);
-		json_decref(req);
-		return EXIT_USAGE;
+		return bad_usage(attach_usage, req);
 	}
-	err = custode_control_call(req, &resp, CALL_TIMEOUT_MS, &why);
-	json_decref(req);
-	if (err)
-		return refused("attach", &why);
+	if ((err = call_daemon("attach", req, &resp)))
+		return err;
 	run = json_object_get(resp, "run");
 	pol = json_object_get(run, "policy");
 	if (json)
@@ -181,7 +192,6 @@ int custode_cmd_detach(int argc, char **argv)
 					     {"json", no_argument, NULL, 'j'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
-	struct custode_refusal why = {0};
 	json_t *req = json_pack("{s:s}", "cmd", "detach"), *resp = NULL, *run;
 	bool json = false;
 	int c, err;
@@ -208,9 +218,7 @@ int custode_cmd_detach(int argc, char **argv)
 			json_decref(req);
 			return 0;
 		} else {
-			detach_usage(stderr);
-			json_decref(req);
-			return EXIT_USAGE;
+			return bad_usage(detach_usage, req);
 		}
 	}
 	if (optind == argc - 1 && !json_object_get(req, "run_id") && !json_object_get(req, "cgroup")) {
@@ -222,15 +230,10 @@ int custode_cmd_detach(int argc, char **argv)
 		json_object_set_new(req, "run_id", json_string(argv[optind] + (strncmp(argv[optind], "run-", 4) ? 0 : 4)));
 		optind++;
 	}
-	if (optind < argc || (!!json_object_get(req, "run_id") == !!json_object_get(req, "cgroup"))) {
-		detach_usage(stderr);
-		json_decref(req);
-		return EXIT_USAGE;
-	}
-	err = custode_control_call(req, &resp, CALL_TIMEOUT_MS, &why);
-	json_decref(req);
-	if (err)
-		return refused("detach", &why);
+	if (optind < argc || (!!json_object_get(req, "run_id") == !!json_object_get(req, "cgroup")))
+		return bad_usage(detach_usage, req);
+	if ((err = call_daemon("detach", req, &resp)))
+		return err;
 	run = json_object_get(resp, "run");
 	if (json) {
 		print_json(run);

@@ -32,18 +32,6 @@
 #define FLOOR_MAX_BYTES 4096
 #define STATE(why, err, ...) custode_refuse(why, err, CUSTODE_REASON_BUNDLE_STATE, __VA_ARGS__)
 
-static bool valid_name(const char *s)
-{
-	size_t len = strlen(s);
-
-	if (len == 0 || len > CUSTODE_POLICY_MAX_NAME)
-		return false;
-	for (; *s; s++)
-		if (!islower((unsigned char)*s) && !isdigit((unsigned char)*s) && !strchr("._/-", *s))
-			return false;
-	return true;
-}
-
 static bool valid_digest(const char *d)
 {
 	if (strncmp(d, "sha256:", 7) || strlen(d) != 71)
@@ -58,7 +46,7 @@ static int floor_file_name(const char *name, char *buf, size_t len)
 {
 	size_t n = strlen(name);
 
-	if (!valid_name(name) || n + sizeof(".json") > len)
+	if (!custode_policy_name_valid(name) || n + sizeof(".json") > len)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
 		buf[i] = name[i] == '/' ? '%' : name[i];
@@ -228,7 +216,7 @@ static int compare(const struct custode_bundle_floor *f, const struct custode_bu
 
 static int check_info(const struct custode_bundle_info *info, struct custode_refusal *why)
 {
-	if (!valid_name(info->name) || !valid_digest(info->digest))
+	if (!custode_policy_name_valid(info->name) || !valid_digest(info->digest))
 		return STATE(why, EINVAL, "not a verified bundle (name or digest missing)");
 	if (info->version > (uint64_t)INT64_MAX)
 		return STATE(why, ERANGE, "version out of range");

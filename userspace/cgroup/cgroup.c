@@ -14,6 +14,7 @@
 
 #include "cgroup/cgroup.h"
 #include "util/fsutil.h"
+#include "util/time.h"
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
 static void unescape_octal(char *s)
@@ -240,17 +241,10 @@ static int populated(const char *path)
 	return ret;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 int custode_cgroup_wait_empty(const char *path, int timeout_ms)
 {
 	char file[PATH_MAX];
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = custode_mono_ms() + timeout_ms;
 	int fd, r;
 
 	snprintf(file, sizeof(file), "%s/cgroup.events", path);
@@ -264,7 +258,7 @@ int custode_cgroup_wait_empty(const char *path, int timeout_ms)
 		r = populated(path);
 		if (r <= 0)
 			break;
-		left = deadline - now_ms();
+		left = deadline - custode_mono_ms();
 		if (left <= 0) {
 			r = -ETIMEDOUT;
 			break;

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 
 #include "control/control.h"
+#include "util/time.h"
 
 int custode_control_take_line(char *buf, size_t *len, size_t max, char **line)
 {
@@ -100,17 +101,9 @@ int custode_control_send(struct custode_control_client *c, const json_t *req)
 	return err;
 }
 
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 json_t *custode_control_recv(struct custode_control_client *c, int timeout_ms, int *err)
 {
-	long long deadline = timeout_ms >= 0 ? mono_ms() + timeout_ms : 0;
+	long long deadline = timeout_ms >= 0 ? custode_mono_ms() + timeout_ms : 0;
 
 	*err = 0;
 	for (;;) {
@@ -145,7 +138,7 @@ json_t *custode_control_recv(struct custode_control_client *c, int timeout_ms, i
 			c->buf = nb;
 			c->cap = cap;
 		}
-		r = poll(&p, 1, timeout_ms < 0 ? -1 : (int)(deadline - mono_ms() > 0 ? deadline - mono_ms() : 0));
+		r = poll(&p, 1, timeout_ms < 0 ? -1 : (int)(deadline - custode_mono_ms() > 0 ? deadline - custode_mono_ms() : 0));
 		if (r < 0 && errno == EINTR) {
 			*err = -EINTR;
 			return NULL;

@@ -52,8 +52,7 @@ static void metrics_runs(struct custode_service *v, struct custode_prom *p)
 	struct custode_table_iter it;
 	void *val;
 
-	custode_prom_family(p, "custode_daemon_start_time_seconds", "gauge", "When this daemon started (unix seconds).");
-	custode_prom_add(p, "custode_daemon_start_time_seconds", (double)v->o.started, NULL);
+	custode_prom_one(p, "custode_daemon_start_time_seconds", "gauge", "When this daemon started (unix seconds).", (double)v->o.started);
 	custode_prom_family(p, "custode_runs_active", "gauge", "Registered runs, by kind (launched: custode run; attached: custode attach).");
 	custode_prom_add(p, "custode_runs_active", 0, "kind", "launched", NULL);
 	custode_prom_add(p, "custode_runs_active", 0, "kind", "attached", NULL);
@@ -99,14 +98,10 @@ static void metrics_resolver(struct custode_service *v, struct custode_prom *p)
 		for (int k = 0; k < CUSTODE_DNS_REASONS; k++)
 			dns.denials[k] += c->denials[k];
 	}
-	custode_prom_family(p, "custode_resolver_up", "gauge", "1 when this daemon runs the resolver.");
-	custode_prom_add(p, "custode_resolver_up", v->o.resolver ? 1 : 0, NULL);
-	custode_prom_family(p, "custode_resolver_queries_total", "counter", "DNS queries of runs, attributed to their run.");
-	custode_prom_add(p, "custode_resolver_queries_total", (double)dns.queries, NULL);
-	custode_prom_family(p, "custode_resolver_answered_total", "counter", "Queries answered with at least one vetted address.");
-	custode_prom_add(p, "custode_resolver_answered_total", (double)dns.answered, NULL);
-	custode_prom_family(p, "custode_resolver_pins_total", "counter", "Pins written or renewed.");
-	custode_prom_add(p, "custode_resolver_pins_total", (double)dns.pins, NULL);
+	custode_prom_one(p, "custode_resolver_up", "gauge", "1 when this daemon runs the resolver.", v->o.resolver ? 1 : 0);
+	custode_prom_one(p, "custode_resolver_queries_total", "counter", "DNS queries of runs, attributed to their run.", (double)dns.queries);
+	custode_prom_one(p, "custode_resolver_answered_total", "counter", "Queries answered with at least one vetted address.", (double)dns.answered);
+	custode_prom_one(p, "custode_resolver_pins_total", "counter", "Pins written or renewed.", (double)dns.pins);
 	custode_prom_family(p, "custode_resolver_refusals_total", "counter", "Resolver refusals by reason.");
 	for (int k = 0; k < CUSTODE_DNS_REASONS; k++) {
 		const char *name = custode_reason_name(CUSTODE_REASON_DNS_NAME_DENIED + k);
@@ -125,8 +120,7 @@ static void metrics_engine(struct custode_service *v, struct custode_prom *p)
 
 	service_percpu_sum(v->stats_fd, sizeof(es), &es);
 	service_percpu_sum(v->estats_fd, sizeof(xs), &xs);
-	custode_prom_family(p, "custode_events_total", "counter", "Records the engine wrote to its ring buffer (since it loaded).");
-	custode_prom_add(p, "custode_events_total", (double)es.events, NULL);
+	custode_prom_one(p, "custode_events_total", "counter", "Records the engine wrote to its ring buffer (since it loaded).", (double)es.events);
 	custode_prom_family(p, "custode_events_dropped_total", "counter",
 			    "Records lost because the ring buffer was full, per CPU (since the engine loaded).");
 	if (v->stats_fd >= 0 && ncpu > 0) {
@@ -142,11 +136,9 @@ static void metrics_engine(struct custode_service *v, struct custode_prom *p)
 			}
 		free(per);
 	}
-	custode_prom_family(p, "custode_events_suppressed_total", "counter",
-			    "Denials counted but not recorded: in-kernel throttling per run and reason.");
-	custode_prom_add(p, "custode_events_suppressed_total", (double)xs.suppressed, NULL);
-	custode_prom_family(p, "custode_events_throttle_records_total", "counter", "Throttle records the engine wrote.");
-	custode_prom_add(p, "custode_events_throttle_records_total", (double)xs.throttle_records, NULL);
+	custode_prom_one(p, "custode_events_suppressed_total", "counter",
+			 "Denials counted but not recorded: in-kernel throttling per run and reason.", (double)xs.suppressed);
+	custode_prom_one(p, "custode_events_throttle_records_total", "counter", "Throttle records the engine wrote.", (double)xs.throttle_records);
 }
 
 /* The stream and its readers (the control server's clients). */
@@ -158,29 +150,19 @@ static void metrics_stream(struct custode_service *v, struct custode_prom *p)
 
 	custode_stream_stats(v->stream, &ss);
 	service_control_counts(v, &clients, &followers, &cs);
-	custode_prom_family(p, "custode_stream_records_total", "counter", "Decision records this daemon published.");
-	custode_prom_add(p, "custode_stream_records_total", (double)ss.records, NULL);
-	custode_prom_family(p, "custode_stream_throttle_records_total", "counter", "Throttle records this daemon published (kernel and its own).");
-	custode_prom_add(p, "custode_stream_throttle_records_total", (double)ss.throttle_records, NULL);
-	custode_prom_family(p, "custode_stream_bad_records_total", "counter", "Records of an unknown version or size.");
-	custode_prom_add(p, "custode_stream_bad_records_total", (double)ss.bad, NULL);
+	custode_prom_one(p, "custode_stream_records_total", "counter", "Decision records this daemon published.", (double)ss.records);
+	custode_prom_one(p, "custode_stream_throttle_records_total", "counter", "Throttle records this daemon published (kernel and its own).", (double)ss.throttle_records);
+	custode_prom_one(p, "custode_stream_bad_records_total", "counter", "Records of an unknown version or size.", (double)ss.bad);
 	custode_prom_family(p, "custode_stream_sink_dropped_total", "counter", "Lines a slow or absent sink lost (never blocking).");
 	custode_prom_add(p, "custode_stream_sink_dropped_total", (double)ss.sink_dropped[0], "sink", "stdout", NULL);
 	custode_prom_add(p, "custode_stream_sink_dropped_total", (double)ss.sink_dropped[1], "sink", "file", NULL);
-	custode_prom_family(p, "custode_stream_resolver_records_total", "counter", "Resolver decisions (DNS denials, filtered answers) published in the stream.");
-	custode_prom_add(p, "custode_stream_resolver_records_total", (double)ss.injected, NULL);
-	custode_prom_family(p, "custode_stream_resolver_records_dropped_total", "counter", "Resolver decisions lost before the daemon's loop took them (its queue was full).");
-	custode_prom_add(p, "custode_stream_resolver_records_dropped_total", (double)ss.inject_dropped, NULL);
-	custode_prom_family(p, "custode_stream_file_reopens_total", "counter", "Times the events file was renamed or removed under the daemon (logrotate) and opened again.");
-	custode_prom_add(p, "custode_stream_file_reopens_total", (double)ss.file_reopens, NULL);
-	custode_prom_family(p, "custode_control_overflow_disconnects_total", "counter", "Control clients disconnected: their unread answers passed the hard cap.");
-	custode_prom_add(p, "custode_control_overflow_disconnects_total", (double)cs.overflow_disconnects, NULL);
-	custode_prom_family(p, "custode_stream_follower_lost_total", "counter", "Records skipped for followers too slow to take them (each told {\"lost\": N}).");
-	custode_prom_add(p, "custode_stream_follower_lost_total", (double)cs.follower_lost, NULL);
-	custode_prom_family(p, "custode_stream_followers", "gauge", "Clients following the stream (custode events --follow).");
-	custode_prom_add(p, "custode_stream_followers", (double)followers, NULL);
-	custode_prom_family(p, "custode_runs_reaped_total", "counter", "Runs this daemon reaped because their cgroup was gone.");
-	custode_prom_add(p, "custode_runs_reaped_total", (double)v->reaped, NULL);
+	custode_prom_one(p, "custode_stream_resolver_records_total", "counter", "Resolver decisions (DNS denials, filtered answers) published in the stream.", (double)ss.injected);
+	custode_prom_one(p, "custode_stream_resolver_records_dropped_total", "counter", "Resolver decisions lost before the daemon's loop took them (its queue was full).", (double)ss.inject_dropped);
+	custode_prom_one(p, "custode_stream_file_reopens_total", "counter", "Times the events file was renamed or removed under the daemon (logrotate) and opened again.", (double)ss.file_reopens);
+	custode_prom_one(p, "custode_control_overflow_disconnects_total", "counter", "Control clients disconnected: their unread answers passed the hard cap.", (double)cs.overflow_disconnects);
+	custode_prom_one(p, "custode_stream_follower_lost_total", "counter", "Records skipped for followers too slow to take them (each told {\"lost\": N}).", (double)cs.follower_lost);
+	custode_prom_one(p, "custode_stream_followers", "gauge", "Clients following the stream (custode events --follow).", (double)followers);
+	custode_prom_one(p, "custode_runs_reaped_total", "counter", "Runs this daemon reaped because their cgroup was gone.", (double)v->reaped);
 }
 
 /* The engine's maps' fill levels, as last counted. */

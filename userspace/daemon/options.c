@@ -149,6 +149,17 @@ static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
 	return 0;
 }
 
+/* An option taking one of two words: *second says whether s is the second. */
+static int parse_either(const char *opt, const char *s, const char *first, const char *second, bool *is_second)
+{
+	if (strcmp(s, first) && strcmp(s, second)) {
+		fprintf(stderr, "custode: daemon: %s: %s or %s\n", opt, first, second);
+		return -1;
+	}
+	*is_second = !strcmp(s, second);
+	return 0;
+}
+
 static int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
@@ -197,26 +208,16 @@ static int parse_resolver_opt(struct daemon_opts *o, int c, const char *arg)
 		return parse_u32("--pin-grace", arg, 0, 3600, &cfg->grace) ? EXIT_USAGE : 0;
 	case 'q':
 		return parse_u32("--pin-quota", arg, 1, CUSTODE_MAX_PINS, &cfg->pin_quota) ? EXIT_USAGE : 0;
-	case 'd':
-		if (!strcmp(arg, "refused"))
-			cfg->deny_rcode = CUSTODE_DNS_REFUSED;
-		else if (!strcmp(arg, "nxdomain"))
-			cfg->deny_rcode = CUSTODE_DNS_NXDOMAIN;
-		else {
-			fprintf(stderr, "custode: daemon: --deny: refused or nxdomain\n");
+	case 'd': {
+		bool nxdomain;
+
+		if (parse_either("--deny", arg, "refused", "nxdomain", &nxdomain))
 			return EXIT_USAGE;
-		}
+		cfg->deny_rcode = nxdomain ? CUSTODE_DNS_NXDOMAIN : CUSTODE_DNS_REFUSED;
 		return 0;
+	}
 	case 'c':
-		if (!strcmp(arg, "trusted"))
-			cfg->cname_strict = false;
-		else if (!strcmp(arg, "granted"))
-			cfg->cname_strict = true;
-		else {
-			fprintf(stderr, "custode: daemon: --cname-targets: trusted or granted\n");
-			return EXIT_USAGE;
-		}
-		return 0;
+		return parse_either("--cname-targets", arg, "trusted", "granted", &cfg->cname_strict) ? EXIT_USAGE : 0;
 	case 't':
 		if (parse_u32("--upstream-timeout", arg, 50, 30000, &ms))
 			return EXIT_USAGE;

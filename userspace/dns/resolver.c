@@ -27,6 +27,7 @@
 #include "dns/resolver.h"
 #include "dns/resolver_int.h"
 #include "engine/maps.h"
+#include "util/time.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -34,10 +35,7 @@
 
 uint64_t resolver_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)custode_mono_ms();
 }
 
 __u64 resolver_boot_ns(void)

@@ -93,128 +93,149 @@ static int fit_run_cache(struct bpf_object *obj, volatile __u32 *use, struct cus
 	return 0;
 }
 
-/* A load failure of an LSM object: doctor's cause if the host refuses LSM programs, else the verifier's words. */
-static int lsm_load_refusal(int err, const char *what, struct custode_refusal *why)
-{
-	struct custode_probe_result pr;
+/*
+ * A class's skeleton seen through what loading it needs: its object, the
+ * constants it is given, its own load and destroy. The skeletons differ
+ * only in type and constants; CLASS_SKELETON makes the adapter of each.
+ */
+struct class_skel {
+	void *skel;
+	struct bpf_object *obj;
+	volatile __u64 *root_cgid;
+	volatile __u32 *root_level;
+	volatile __u32 *use_run_cache;     /* NULL: the object pins the run cache map, never uses it */
+	volatile __u64 *exe_dev, *exe_ino; /* NULL but in the process class */
+	int (*load)(void *skel);
+	void (*destroy)(void *skel);
+};
 
-	custode_probe_lsm(&pr);
-	if (!pr.lsm_loads)
-		return custode_refuse(why, -err, CUSTODE_REASON_KERNEL_LSM_UNAVAILABLE, "%s", pr.lsm_cause);
-	return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "load %s: %s; libbpf said: %s", what,
-			      strerror(-err), custode_libbpf_log());
-}
-
-static int load_file_class(struct custode_engine *e, struct custode_refusal *why)
-{
-	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = CUSTODE_PIN_MAPS);
-	struct file_bpf *skel;
-	int err;
-
-	skel = file_bpf__open_opts(&opts);
-	if (!skel)
-		return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open file engine: %s",
-				      strerror(errno));
-	skel->rodata->custode_root_cgid = e->meta.root_cgroup_id;
-	skel->rodata->custode_root_level = e->meta.root_level;
-	err = custode_fit_hooks(skel->obj, "file engine", why);
-	if (!err)
-		err = fit_run_cache(skel->obj, &skel->rodata->custode_use_run_cache, why);
-	if (err) {
-		file_bpf__destroy(skel);
-		return err;
+#define CLASS_SKELETON(name, ...)                                                                                      \
+	static int name##_load(void *s)                                                                                \
+	{                                                                                                              \
+		return name##_bpf__load(s);                                                                            \
+	}                                                                                                              \
+	static void name##_destroy(void *s)                                                                            \
+	{                                                                                                              \
+		name##_bpf__destroy(s);                                                                                \
+	}                                                                                                              \
+	static bool name##_open(const struct bpf_object_open_opts *opts, struct class_skel *c)                        \
+	{                                                                                                              \
+		struct name##_bpf *s = name##_bpf__open_opts(opts);                                                    \
+                                                                                                                       \
+		if (s)                                                                                                 \
+			*c = (struct class_skel){.skel = s, .obj = s->obj, .root_cgid = &s->rodata->custode_root_cgid, \
+						 .root_level = &s->rodata->custode_root_level, .load = name##_load,    \
+						 .destroy = name##_destroy, __VA_ARGS__};                              \
+		return s;                                                                                              \
 	}
-	err = file_bpf__load(skel);
-	if (err)
-		err = lsm_load_refusal(err, "file engine", why);
-	else
-		err = attach_and_pin(skel->obj, -1, NULL, why);
-	file_bpf__destroy(skel);
-	return err;
-}
 
+CLASS_SKELETON(file, .use_run_cache = &s->rodata->custode_use_run_cache)
 /*
  * The process class (bpf/proc.bpf.c). Its bpf_map/bpf_prog programs reserve
  * custode's objects to the binary loading them now, identified by the
  * kernel's view of our executable (engine/self.h).
  */
-static int load_proc_class(struct custode_engine *e, struct custode_refusal *why)
-{
-	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = CUSTODE_PIN_MAPS);
-	struct proc_bpf *skel;
-	__u64 dev = 0, ino = 0;
-	int err;
+CLASS_SKELETON(proc, .use_run_cache = &s->rodata->custode_use_run_cache, .exe_dev = &s->rodata->custode_exe_dev,
+	       .exe_ino = &s->rodata->custode_exe_ino)
+/* the run cache map only, so every object pins the same one: cgroup programs can't call bpf_get_current_task_btf */
+CLASS_SKELETON(net, .use_run_cache = NULL)
 
-	err = custode_self_exe_identity(&dev, &ino);
-	if (err)
-		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED,
-				      "identity of this executable (/proc/self/fdinfo, mountinfo): %s", strerror(-err));
-	skel = proc_bpf__open_opts(&opts);
-	if (!skel)
-		return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open process engine: %s",
+/* The classes, in the order they load: LSM ones first (cgroup programs attach at the cgroup v2 root). */
+static const struct engine_class {
+	unsigned cls;
+	const char *what;
+	bool lsm;
+	bool (*open)(const struct bpf_object_open_opts *opts, struct class_skel *c);
+} engine_classes[] = {
+	{CUSTODE_CLASS_FILE, "file engine", true, file_open},
+	{CUSTODE_CLASS_PROCESS, "process engine", true, proc_open},
+	{CUSTODE_CLASS_EGRESS, "egress engine", false, net_open},
+};
+
+/* The constants a class's object is given (the process class's identity of this executable too). */
+struct class_consts {
+	__u64 root_cgid;
+	__u32 root_level;
+	__u64 exe_dev, exe_ino;
+};
+
+/* Open a class's object (opts NULL: unpinned) and give it its constants. */
+static int open_class(const struct engine_class *k, const struct bpf_object_open_opts *opts,
+		      const struct class_consts *v, struct class_skel *c, struct custode_refusal *why)
+{
+	if (!k->open(opts, c))
+		return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open %s: %s", k->what,
 				      strerror(errno));
-	skel->rodata->custode_root_cgid = e->meta.root_cgroup_id;
-	skel->rodata->custode_root_level = e->meta.root_level;
-	skel->rodata->custode_exe_dev = dev;
-	skel->rodata->custode_exe_ino = ino;
-	err = custode_fit_hooks(skel->obj, "process engine", why);
-	if (!err)
-		err = fit_run_cache(skel->obj, &skel->rodata->custode_use_run_cache, why);
-	if (err) {
-		proc_bpf__destroy(skel);
-		return err;
+	*c->root_cgid = v->root_cgid;
+	*c->root_level = v->root_level;
+	if (c->exe_dev) {
+		*c->exe_dev = v->exe_dev;
+		*c->exe_ino = v->exe_ino;
 	}
-	err = proc_bpf__load(skel);
-	if (err)
-		err = lsm_load_refusal(err, "process engine", why);
-	else
-		err = attach_and_pin(skel->obj, -1, NULL, why);
-	proc_bpf__destroy(skel);
+	return 0;
+}
+
+/* Fit an opened class to this kernel: the hooks of an LSM class, the run cache map. */
+static int fit_class(const struct engine_class *k, struct class_skel *c, struct custode_refusal *why)
+{
+	int err = k->lsm ? custode_fit_hooks(c->obj, k->what, why) : 0;
+
+	if (!err)
+		err = fit_run_cache(c->obj, c->use_run_cache, why);
 	return err;
 }
 
-static int load_net_class(struct custode_engine *e, struct custode_refusal *why)
+/*
+ * A load failure: doctor's cause if the host refuses the class's kind of
+ * programs (LSM, or cgroup BPF), else the verifier's words.
+ */
+static int load_refusal(int err, const struct engine_class *k, struct custode_refusal *why)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = CUSTODE_PIN_MAPS);
-	struct net_bpf *skel;
-	int err = 0, cgfd;
+	struct custode_probe_result pr = {0};
 
-	cgfd = open(e->cg_mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cgfd < 0)
-		return custode_refuse(why, errno, CUSTODE_REASON_CGROUP_FAILED, "open %s: %s", e->cg_mount,
-				      strerror(errno));
-	skel = net_bpf__open_opts(&opts);
-	if (!skel) {
-		err = custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open egress engine: %s",
-				     strerror(errno));
-		goto out;
-	}
-	skel->rodata->custode_root_cgid = e->meta.root_cgroup_id;
-	skel->rodata->custode_root_level = e->meta.root_level;
-	/* the map only, so every object pins the same one: cgroup programs can't call bpf_get_current_task_btf */
-	if ((err = fit_run_cache(skel->obj, NULL, why)))
-		goto out;
-	err = net_bpf__load(skel);
-	if (err) {
-		struct custode_probe_result pr = {0};
-
+	if (k->lsm) {
+		custode_probe_lsm(&pr);
+		if (!pr.lsm_loads)
+			return custode_refuse(why, -err, CUSTODE_REASON_KERNEL_LSM_UNAVAILABLE, "%s", pr.lsm_cause);
+	} else {
 		custode_probe_cgroup(&pr);
 		if (!pr.cgroup_loads)
-			err = custode_refuse(why, -err, CUSTODE_REASON_KERNEL_CGROUP_BPF_UNAVAILABLE, "%s",
-					     pr.cgroup_cause);
-		else
-			err = custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED,
-					     "load egress engine: %s; libbpf said: %s", strerror(-err), custode_libbpf_log());
-		goto out;
+			return custode_refuse(why, -err, CUSTODE_REASON_KERNEL_CGROUP_BPF_UNAVAILABLE, "%s",
+					      pr.cgroup_cause);
 	}
-	/*
-	 * Attach at the root of the cgroup v2 hierarchy: every socket passes
-	 * here, including sockets made outside a run and passed into it.
-	 */
-	err = attach_and_pin(skel->obj, cgfd, e->cg_mount, why);
+	return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "load %s: %s; libbpf said: %s", k->what,
+			      strerror(-err), custode_libbpf_log());
+}
+
+/*
+ * Load one class: fitted, verified, attached (LSM and tracing programs by
+ * their section; cgroup programs at the root of the cgroup v2 hierarchy,
+ * where every socket passes, including sockets made outside a run and
+ * passed into it) and its links pinned.
+ */
+static int load_class(struct custode_engine *e, const struct engine_class *k, struct custode_refusal *why)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = CUSTODE_PIN_MAPS);
+	struct class_consts v = {.root_cgid = e->meta.root_cgroup_id, .root_level = e->meta.root_level};
+	struct class_skel c;
+	int err, cgfd = -1;
+
+	if (k->cls == CUSTODE_CLASS_PROCESS && (err = custode_self_exe_identity(&v.exe_dev, &v.exe_ino)))
+		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED,
+				      "identity of this executable (/proc/self/fdinfo, mountinfo): %s", strerror(-err));
+	if (!k->lsm && (cgfd = open(e->cg_mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return custode_refuse(why, errno, CUSTODE_REASON_CGROUP_FAILED, "open %s: %s", e->cg_mount,
+				      strerror(errno));
+	if ((err = open_class(k, &opts, &v, &c, why)))
+		goto out;
+	if (!(err = fit_class(k, &c, why))) {
+		err = c.load(c.skel);
+		err = err ? load_refusal(err, k, why) : attach_and_pin(c.obj, cgfd, e->cg_mount, why);
+	}
+	c.destroy(c.skel);
 out:
-	net_bpf__destroy(skel);
-	close(cgfd);
+	if (cgfd >= 0)
+		close(cgfd);
 	return err;
 }
 
@@ -256,61 +277,27 @@ static int dry_refusal(int err, const char *what, struct custode_refusal *why)
 
 int custode_engine_dry_load(unsigned cls, struct custode_refusal *why)
 {
-	const __u64 root_cgid = 1; /* any live id: the verifier folds these constants */
-	const __u32 root_level = 1;
-	int err = 0;
+	/* any live ids: the verifier folds these constants */
+	struct class_consts v = {.root_cgid = 1, .root_level = 1, .exe_dev = 1, .exe_ino = 1};
+	const struct engine_class *k = NULL;
+	struct class_skel c;
+	int err;
 
 	custode_libbpf_log_reset();
-	if (cls == CUSTODE_CLASS_FILE) {
-		struct file_bpf *skel = file_bpf__open();
-
-		if (!skel)
-			return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open file engine: %s",
-					      strerror(errno));
-		skel->rodata->custode_root_cgid = root_cgid;
-		skel->rodata->custode_root_level = root_level;
-		dry_maps(skel->obj);
-		err = custode_fit_hooks(skel->obj, "file engine", why);
-		if (!err)
-			err = fit_run_cache(skel->obj, &skel->rodata->custode_use_run_cache, why);
-		if (!err && (err = file_bpf__load(skel)))
-			err = dry_refusal(err, "file engine", why);
-		file_bpf__destroy(skel);
-	} else if (cls == CUSTODE_CLASS_PROCESS) {
-		struct proc_bpf *skel = proc_bpf__open();
-		__u64 dev = 1, ino = 1;
-
-		if (!skel)
-			return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open process engine: %s",
-					      strerror(errno));
-		custode_self_exe_identity(&dev, &ino);
-		skel->rodata->custode_root_cgid = root_cgid;
-		skel->rodata->custode_root_level = root_level;
-		skel->rodata->custode_exe_dev = dev;
-		skel->rodata->custode_exe_ino = ino;
-		dry_maps(skel->obj);
-		err = custode_fit_hooks(skel->obj, "process engine", why);
-		if (!err)
-			err = fit_run_cache(skel->obj, &skel->rodata->custode_use_run_cache, why);
-		if (!err && (err = proc_bpf__load(skel)))
-			err = dry_refusal(err, "process engine", why);
-		proc_bpf__destroy(skel);
-	} else if (cls == CUSTODE_CLASS_EGRESS) {
-		struct net_bpf *skel = net_bpf__open();
-
-		if (!skel)
-			return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_LOAD_FAILED, "open egress engine: %s",
-					      strerror(errno));
-		skel->rodata->custode_root_cgid = root_cgid;
-		skel->rodata->custode_root_level = root_level;
-		dry_maps(skel->obj);
-		err = fit_run_cache(skel->obj, NULL, why);
-		if (!err && (err = net_bpf__load(skel)))
-			err = dry_refusal(err, "egress engine", why);
-		net_bpf__destroy(skel);
-	} else {
+	for (size_t i = 0; i < sizeof(engine_classes) / sizeof(engine_classes[0]); i++)
+		if (engine_classes[i].cls == cls)
+			k = &engine_classes[i];
+	if (!k)
 		return custode_refuse(why, EINVAL, CUSTODE_REASON_ENGINE_LOAD_FAILED, "unknown class %#x", cls);
-	}
+	if (cls == CUSTODE_CLASS_PROCESS)
+		custode_self_exe_identity(&v.exe_dev, &v.exe_ino);
+	if ((err = open_class(k, NULL, &v, &c, why)))
+		return err;
+	dry_maps(c.obj);
+	err = fit_class(k, &c, why);
+	if (!err && (err = c.load(c.skel)))
+		err = dry_refusal(err, k->what, why);
+	c.destroy(c.skel);
 	custode_hooks_release();
 	return err;
 }
@@ -342,19 +329,13 @@ int engine_load_missing(struct custode_engine *e, unsigned missing, struct custo
 	 * in vain. Each class that loads is recorded in meta at once, so a later
 	 * failure never leaves pinned programs that meta doesn't describe.
 	 */
-	if (missing & CUSTODE_CLASS_FILE) {
+	for (size_t i = 0; i < sizeof(engine_classes) / sizeof(engine_classes[0]); i++) {
+		const struct engine_class *k = &engine_classes[i];
+
+		if (!(missing & k->cls))
+			continue;
 		custode_libbpf_log_reset();
-		if ((err = load_file_class(e, why)) || (err = record_class(e, CUSTODE_CLASS_FILE, why)))
-			return err;
-	}
-	if (missing & CUSTODE_CLASS_PROCESS) {
-		custode_libbpf_log_reset();
-		if ((err = load_proc_class(e, why)) || (err = record_class(e, CUSTODE_CLASS_PROCESS, why)))
-			return err;
-	}
-	if (missing & CUSTODE_CLASS_EGRESS) {
-		custode_libbpf_log_reset();
-		if ((err = load_net_class(e, why)) || (err = record_class(e, CUSTODE_CLASS_EGRESS, why)))
+		if ((err = load_class(e, k, why)) || (err = record_class(e, k->cls, why)))
 			return err;
 	}
 	return 0;

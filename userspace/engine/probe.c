@@ -179,21 +179,31 @@ static int probe_load(bool lsm)
 	return err;
 }
 
-void custode_probe_lsm(struct custode_probe_result *r)
+/*
+ * Probe one kind of program (LSM, or cgroup): *loads and *err_out, or, not
+ * as root, EPERM and "not probed" in cause. Whether it was loaded.
+ */
+static bool probe_kind(bool lsm, bool *probed, bool *loads, int *err_out, char *cause, size_t len)
 {
 	int err;
 
-	custode_probe_host(r);
-	r->lsm_probed = true;
+	*probed = true;
 	if (geteuid() != 0) {
-		r->lsm_errno = EPERM;
-		snprintf(r->lsm_cause, sizeof(r->lsm_cause), "not probed: loading BPF needs root");
-		return;
+		*err_out = EPERM;
+		snprintf(cause, len, "not probed: loading BPF needs root");
+		return false;
 	}
-	err = probe_load(true);
-	r->lsm_loads = err == 0;
-	r->lsm_errno = -err;
-	if (r->lsm_loads)
+	err = probe_load(lsm);
+	*loads = err == 0;
+	*err_out = -err;
+	return true;
+}
+
+void custode_probe_lsm(struct custode_probe_result *r)
+{
+	custode_probe_host(r);
+	if (!probe_kind(true, &r->lsm_probed, &r->lsm_loads, &r->lsm_errno, r->lsm_cause, sizeof(r->lsm_cause)) ||
+	    r->lsm_loads)
 		return;
 	if (!r->btf)
 		snprintf(r->lsm_cause, sizeof(r->lsm_cause),
@@ -255,18 +265,9 @@ void custode_probe_lsm_cached(struct custode_probe_result *r)
 
 void custode_probe_cgroup(struct custode_probe_result *r)
 {
-	int err;
-
-	r->cgroup_probed = true;
-	if (geteuid() != 0) {
-		r->cgroup_errno = EPERM;
-		snprintf(r->cgroup_cause, sizeof(r->cgroup_cause), "not probed: loading BPF needs root");
-		return;
-	}
-	err = probe_load(false);
-	r->cgroup_loads = err == 0;
-	r->cgroup_errno = -err;
-	if (!r->cgroup_loads)
+	if (probe_kind(false, &r->cgroup_probed, &r->cgroup_loads, &r->cgroup_errno, r->cgroup_cause,
+		       sizeof(r->cgroup_cause)) &&
+	    !r->cgroup_loads)
 		snprintf(r->cgroup_cause, sizeof(r->cgroup_cause), "loading a cgroup/connect4 program failed: %s",
 			 strerror(r->cgroup_errno));
 }

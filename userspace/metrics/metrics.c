@@ -136,21 +136,30 @@ static struct family *family(struct custode_prom *p, const char *name)
 	return NULL;
 }
 
+/* arr (n of cap elements of size) with room for one more: doubled (from first) when full; NULL, arr kept, if out of memory. */
+static void *room_for_one(void *arr, size_t n, size_t *cap, size_t size, size_t first)
+{
+	size_t ncap;
+	void *na;
+
+	if (n < *cap)
+		return arr;
+	ncap = *cap ? *cap * 2 : first;
+	na = realloc(arr, ncap * size);
+	if (na)
+		*cap = ncap;
+	return na;
+}
+
 void custode_prom_family(struct custode_prom *p, const char *name, const char *type, const char *help)
 {
-	struct family *f;
+	struct family *f, *nf;
 
 	if (!p || family(p, name))
 		return;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 32;
-		struct family *nf = realloc(p->f, cap * sizeof(*nf));
-
-		if (!nf)
-			return;
-		p->f = nf;
-		p->cap = cap;
-	}
+	if (!(nf = room_for_one(p->f, p->n, &p->cap, sizeof(*nf), 32)))
+		return;
+	p->f = nf;
 	f = &p->f[p->n++];
 	memset(f, 0, sizeof(*f));
 	f->name = strdup(name);
@@ -162,6 +171,7 @@ void custode_prom_add(struct custode_prom *p, const char *name, double value, ..
 {
 	struct family *f = p ? family(p, name) : NULL;
 	char labels[4096] = "", esc[1024];
+	struct sample *ns;
 	size_t off = 0;
 	const char *k;
 	va_list ap;
@@ -186,15 +196,9 @@ void custode_prom_add(struct custode_prom *p, const char *name, double value, ..
 			f->s[i].value += value;
 			return;
 		}
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 8;
-		struct sample *ns = realloc(f->s, cap * sizeof(*ns));
-
-		if (!ns)
-			return;
-		f->s = ns;
-		f->cap = cap;
-	}
+	if (!(ns = room_for_one(f->s, f->n, &f->cap, sizeof(*ns), 8)))
+		return;
+	f->s = ns;
 	f->s[f->n].labels = strdup(labels);
 	f->s[f->n++].value = value;
 }
@@ -243,6 +247,12 @@ static void put(struct buf *b, const char *fmt, ...)
 			b->cap = cap;
 		}
 	}
+}
+
+void custode_prom_one(struct custode_prom *p, const char *name, const char *type, const char *help, double value)
+{
+	custode_prom_family(p, name, type, help);
+	custode_prom_add(p, name, value, NULL);
 }
 
 char *custode_prom_render(const struct custode_prom *p)

@@ -38,6 +38,8 @@ void custode_prom_family(struct custode_prom *p, const char *name, const char *t
  * and labels as an earlier one is added to it.
  */
 void custode_prom_add(struct custode_prom *p, const char *name, double value, ...) __attribute__((sentinel));
+/* A family of one sample without labels: custode_prom_family(), then custode_prom_add() of value. */
+void custode_prom_one(struct custode_prom *p, const char *name, const char *type, const char *help, double value);
 /* The text: families in declaration order, samples sorted by labels. Caller frees. */
 char *custode_prom_render(const struct custode_prom *p);
 

@@ -191,6 +191,27 @@ static int cmp_pair(const void *a, const void *b)
 	return memcmp(&((const struct net_pair *)a)->key, &((const struct net_pair *)b)->key, sizeof(struct custode_net_key));
 }
 
+/* CIDR rules (content.network.private, .inbound) as LPM keys of the ruleset: none for none, or -ENOMEM. */
+static int private_keys(const struct custode_egress_rule *r, size_t n, uint32_t ruleset,
+			struct custode_private_key **out, size_t *n_out)
+{
+	struct custode_private_key *k;
+
+	if (!n)
+		return 0;
+	k = calloc(n, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		k[i].prefixlen = 32 + r[i].prefixlen;
+		k[i].ruleset = ruleset;
+		memcpy(k[i].addr, r[i].addr, 16);
+	}
+	*out = k;
+	*n_out = n;
+	return 0;
+}
+
 int custode_policy_compile_net(const struct custode_policy *p, const struct custode_allow *allows, size_t n_allows,
 			       uint32_t ruleset, struct custode_net_ruleset *out, struct custode_refusal *why)
 {
@@ -260,33 +281,11 @@ int custode_policy_compile_net(const struct custode_policy *p, const struct cust
 			goto toolarge;
 		}
 	}
-	if (p->n_private) {
-		rs.priv = calloc(p->n_private, sizeof(*rs.priv));
-		if (!rs.priv) {
-			err = -ENOMEM;
-			goto fail;
-		}
-		for (size_t i = 0; i < p->n_private; i++) {
-			rs.priv[i].prefixlen = 32 + p->private_addrs[i].prefixlen;
-			rs.priv[i].ruleset = ruleset;
-			memcpy(rs.priv[i].addr, p->private_addrs[i].addr, 16);
-		}
-		rs.n_priv = p->n_private;
-	}
+	if ((err = private_keys(p->private_addrs, p->n_private, ruleset, &rs.priv, &rs.n_priv)))
+		goto fail;
 	rs.inbound_set = p->has_inbound;
-	if (p->n_inbound) {
-		rs.inbound = calloc(p->n_inbound, sizeof(*rs.inbound));
-		if (!rs.inbound) {
-			err = -ENOMEM;
-			goto fail;
-		}
-		for (size_t i = 0; i < p->n_inbound; i++) {
-			rs.inbound[i].prefixlen = 32 + p->inbound[i].prefixlen;
-			rs.inbound[i].ruleset = ruleset;
-			memcpy(rs.inbound[i].addr, p->inbound[i].addr, 16);
-		}
-		rs.n_inbound = p->n_inbound;
-	}
+	if ((err = private_keys(p->inbound, p->n_inbound, ruleset, &rs.inbound, &rs.n_inbound)))
+		goto fail;
 	*out = rs;
 	return 0;
 toolarge:

@@ -320,6 +320,28 @@ static int parse_egress_rule(json_t *e, const char *path, struct custode_egress_
 	return 0;
 }
 
+/* content.network.private and .inbound: an array of at most 1024 CIDR strings (kind CIDR, no ports). */
+static int parse_cidrs(json_t *arr, const char *where, struct custode_egress_rule **out, size_t *n,
+		       struct custode_refusal *why)
+{
+	struct jpath jp;
+	json_t *e;
+	size_t i;
+
+	if (!json_is_array(arr) || json_array_size(arr) > 1024)
+		return BAD(why, "%s: must be an array of at most 1024 CIDRs", where);
+	*out = calloc(json_array_size(arr) + 1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	json_array_foreach(arr, i, e) {
+		jp_index(&jp, where, i);
+		if (!json_is_string(e) || parse_cidr(json_string_value(e), &(*out)[i]) < 0)
+			return BAD(why, "%s: must be a CIDR string", jp.buf);
+		(*n)++;
+	}
+	return 0;
+}
+
 static int parse_network(json_t *obj, struct custode_policy *p, struct custode_refusal *why)
 {
 	static const char *const fields[] = {"egress", "private", "listen", "inbound", NULL};
@@ -352,34 +374,13 @@ static int parse_network(json_t *obj, struct custode_policy *p, struct custode_r
 			p->n_egress++;
 		}
 	}
-	arr = json_object_get(obj, "private");
-	if (arr) {
-		if (!json_is_array(arr) || json_array_size(arr) > 1024)
-			return BAD(why, "content.network.private: must be an array of at most 1024 CIDRs");
-		p->private_addrs = calloc(json_array_size(arr) + 1, sizeof(*p->private_addrs));
-		if (!p->private_addrs)
-			return -ENOMEM;
-		json_array_foreach(arr, i, e) {
-			jp_index(&jp, "content.network.private", i);
-			if (!json_is_string(e) || parse_cidr(json_string_value(e), &p->private_addrs[i]) < 0)
-				return BAD(why, "%s: must be a CIDR string", jp.buf);
-			p->n_private++;
-		}
-	}
-	arr = json_object_get(obj, "inbound");
-	if (arr) {
-		if (!json_is_array(arr) || json_array_size(arr) > 1024)
-			return BAD(why, "content.network.inbound: must be an array of at most 1024 CIDRs");
+	if ((arr = json_object_get(obj, "private")) &&
+	    (err = parse_cidrs(arr, "content.network.private", &p->private_addrs, &p->n_private, why)))
+		return err;
+	if ((arr = json_object_get(obj, "inbound"))) {
 		p->has_inbound = true;
-		p->inbound = calloc(json_array_size(arr) + 1, sizeof(*p->inbound));
-		if (!p->inbound)
-			return -ENOMEM;
-		json_array_foreach(arr, i, e) {
-			jp_index(&jp, "content.network.inbound", i);
-			if (!json_is_string(e) || parse_cidr(json_string_value(e), &p->inbound[i]) < 0)
-				return BAD(why, "%s: must be a CIDR string", jp.buf);
-			p->n_inbound++;
-		}
+		if ((err = parse_cidrs(arr, "content.network.inbound", &p->inbound, &p->n_inbound, why)))
+			return err;
 	}
 	return 0;
 }
@@ -472,8 +473,19 @@ static int parse_env(json_t *arr, struct custode_policy *p, struct custode_refus
 static int parse_content(json_t *c, struct custode_policy *p, struct custode_refusal *why)
 {
 	static const char *const fields[] = {"mode", "filesystem", "process", "network", "limits", "env", NULL};
+	/* each section present sets its has_* and is parsed, in this order */
+	const struct {
+		const char *key;
+		bool *has;
+		int (*parse)(json_t *v, struct custode_policy *p, struct custode_refusal *why);
+	} sections[] = {
+		{"filesystem", &p->has_filesystem, parse_filesystem},
+		{"process", &p->has_process, parse_process},
+		{"network", &p->has_network, parse_network},
+		{"limits", &p->has_limits, parse_limits},
+		{"env", &p->has_env, parse_env},
+	};
 	const char *mode;
-	json_t *v;
 	int err;
 
 	if (!json_is_object(c))
@@ -483,35 +495,19 @@ static int parse_content(json_t *c, struct custode_policy *p, struct custode_ref
 	if (mode && strcmp(mode, "enforce") && strcmp(mode, "audit"))
 		return BAD(why, "content.mode: must be \"enforce\" or \"audit\"");
 	p->audit = mode && !strcmp(mode, "audit");
-	if ((v = json_object_get(c, "filesystem"))) {
-		p->has_filesystem = true;
-		if ((err = parse_filesystem(v, p, why)))
-			return err;
-	}
-	if ((v = json_object_get(c, "process"))) {
-		p->has_process = true;
-		if ((err = parse_process(v, p, why)))
-			return err;
-	}
-	if ((v = json_object_get(c, "network"))) {
-		p->has_network = true;
-		if ((err = parse_network(v, p, why)))
-			return err;
-	}
-	if ((v = json_object_get(c, "limits"))) {
-		p->has_limits = true;
-		if ((err = parse_limits(v, p, why)))
-			return err;
-	}
-	if ((v = json_object_get(c, "env"))) {
-		p->has_env = true;
-		if ((err = parse_env(v, p, why)))
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		json_t *v = json_object_get(c, sections[i].key);
+
+		if (!v)
+			continue;
+		*sections[i].has = true;
+		if ((err = sections[i].parse(v, p, why)))
 			return err;
 	}
 	return 0;
 }
 
-static bool valid_name(const char *s)
+bool custode_policy_name_valid(const char *s)
 {
 	size_t len = strlen(s);
 
@@ -543,7 +539,7 @@ static int parse_document(json_t *doc, struct custode_policy *p, struct custode_
 	    (err = get_string(doc, "notAfter", "", false, &na, why)) ||
 	    (err = get_string(doc, "contentDigest", "", false, &digest, why)))
 		return err;
-	if (!valid_name(name))
+	if (!custode_policy_name_valid(name))
 		return BAD(why, "name: must be 1..%d characters of a-z 0-9 . _ / -", CUSTODE_POLICY_MAX_NAME);
 	v = json_object_get(doc, "version");
 	if (!v)

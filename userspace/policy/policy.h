@@ -98,6 +98,9 @@ struct custode_policy {
 int custode_policy_parse(const char *text, size_t len, struct custode_policy **out, struct custode_refusal *why);
 void custode_policy_free(struct custode_policy *p);
 
+/* A valid policy name: 1..CUSTODE_POLICY_MAX_NAME characters of a-z 0-9 . _ / - */
+bool custode_policy_name_valid(const char *s);
+
 /* Enforcement classes (enum custode_class) the policy needs. */
 unsigned custode_policy_classes(const struct custode_policy *p);
 

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "run/pty.h"
+#include "util/time.h"
 
 /* What the relay holds at most in each direction; a full buffer stops reading its source (backpressure). */
 #define TO_RUN_MAX 4096
@@ -425,17 +426,9 @@ bool custode_pty_drain(struct custode_pty *p)
 	return over;
 }
 
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 bool custode_pty_finish(struct custode_pty *p, int timeout_ms)
 {
-	long long deadline = mono_ms() + timeout_ms;
+	long long deadline = custode_mono_ms() + timeout_ms;
 	bool over = false;
 
 	while (p->master >= 0) {
@@ -453,7 +446,7 @@ bool custode_pty_finish(struct custode_pty *p, int timeout_ms)
 		 */
 		if (!p->to_term_len && p->master_eof)
 			break;
-		left = deadline - mono_ms();
+		left = deadline - custode_mono_ms();
 		if (left <= 0)
 			break;
 		{

@@ -41,6 +41,7 @@
 #include "run/user.h"
 #include "util/fsutil.h"
 #include "util/reasons.h"
+#include "util/time.h"
 
 
 static int refuse(const struct custode_refusal *why)
@@ -331,13 +332,6 @@ static void cancel_run(struct launch *l)
 	custode_cgroup_kill(l->st.cgroup);
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static void launch_free(struct launch *l)
 {
 	json_decref(l->bundle_json);
@@ -483,7 +477,7 @@ static void supervise_cancel(struct launch *l, struct supervision *sv, int code,
  */
 static void supervise(struct launch *l, struct custode_relay *relay, struct supervision *sv)
 {
-	long long deadline = sv->timeout_sec ? now_ms() + sv->timeout_sec * 1000LL : 0;
+	long long deadline = sv->timeout_sec ? custode_mono_ms() + sv->timeout_sec * 1000LL : 0;
 	bool child_done = false;
 
 	while (!child_done) {
@@ -496,7 +490,7 @@ static void supervise(struct launch *l, struct custode_relay *relay, struct supe
 		bool over = false;
 
 		if (deadline) {
-			long long now = now_ms();
+			long long now = custode_mono_ms();
 			if (now >= deadline && sv->cancel_code < 0) {
 				fprintf(stderr, "custode: run: timeout after %lld s: killing the run\n", sv->timeout_sec);
 				supervise_cancel(l, sv, EXIT_TIMEOUT, "timeout");

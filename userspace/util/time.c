@@ -169,3 +169,11 @@ int custode_duration_parse(const char *s, int64_t *seconds)
 	}
 	return -EINVAL;
 }
+
+long long custode_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}

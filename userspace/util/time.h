@@ -3,7 +3,7 @@
  * Wall-clock times as RFC 3339 UTC text and durations ("90s", "15m"): the
  * one parser and formatter for policies (notBefore/notAfter), bundles and
  * their state files, event records and `events --since`, receipts and the
- * daemon's logs. Pure functions; nothing here reads a clock.
+ * daemon's logs. Pure functions; custode_mono_ms() alone reads a clock.
  */
 #ifndef CUSTODE_UTIL_TIME_H
 #define CUSTODE_UTIL_TIME_H
@@ -46,5 +46,8 @@ const char *custode_time_format_ns(int64_t wall_ns, unsigned frac_digits, char *
  * 10 years, into seconds. -EINVAL for anything else, -ERANGE past 10 years.
  */
 int custode_duration_parse(const char *s, int64_t *seconds);
+
+/* CLOCK_MONOTONIC in milliseconds: the clock of every deadline (waits, polls, timeouts). */
+long long custode_mono_ms(void);
 
 #endif
