@@ -267,3 +267,54 @@ Test(runstate, overlong_strings)
 	free(text);
 	free(st);
 }
+
+/*
+ * Every --allow grant a run takes survives the state file, whole: a live
+ * policy swap grants them again from it (it kept 16, and cut each at 95
+ * characters, so grant 17 was lost at the first swap and a long host name cut).
+ */
+Test(runstate, allows_round_trip_all_and_whole)
+{
+	struct custode_runstate *st = calloc(1, sizeof(*st)), *back = malloc(sizeof(*back));
+	char host[300];
+	json_t *doc, *a;
+	char *text;
+
+	cr_assert(st && back);
+	memset(host, 'h', 253);
+	host[0] = 'x';
+	for (int i = 62; i < 253; i += 63)
+		host[i] = '.';
+	snprintf(host + 253, sizeof(host) - 253, ":65535/udp");
+	cr_assert_eq(strlen(host), 263);
+	cr_assert(strlen(host) < CUSTODE_ALLOW_TEXT_MAX);
+	/* the document a launcher writes: VALID_FIELDS and CUSTODE_RUN_MAX_ALLOWS grants, the last a long host */
+	doc = json_loads("{" VALID_FIELDS "}", 0, NULL);
+	cr_assert_not_null(doc);
+	a = json_array();
+	for (int i = 0; i < CUSTODE_RUN_MAX_ALLOWS - 1; i++) {
+		char g[64];
+
+		snprintf(g, sizeof(g), "203.0.113.%d:%d", i % 250, 40000 + i);
+		json_array_append_new(a, json_string(g));
+	}
+	json_array_append_new(a, json_string(host));
+	json_object_set_new(doc, "allows", a);
+	text = json_dumps(doc, JSON_COMPACT);
+	cr_assert_not_null(text);
+	fill_sentinel(back);
+	cr_assert_eq(custode_runstate_parse(text, back), 0);
+	cr_assert_eq(back->n_allows, CUSTODE_RUN_MAX_ALLOWS);
+	cr_assert_str_eq(back->allows[16], "203.0.113.16:40016", "grant 17 kept");
+	cr_assert_str_eq(back->allows[CUSTODE_RUN_MAX_ALLOWS - 1], host, "a long host grant kept whole");
+	free(text);
+
+	/* one more than a run takes: refused, nothing written */
+	json_array_append_new(a, json_string("203.0.113.1:1"));
+	text = json_dumps(doc, JSON_COMPACT);
+	refused(text);
+	free(text);
+	json_decref(doc);
+	free(st);
+	free(back);
+}

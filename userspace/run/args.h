@@ -7,8 +7,9 @@
 #include <stddef.h>
 
 #include "policy/net.h"
+#include "state/runstate.h" /* CUSTODE_RUN_MAX_ALLOWS */
 
-#define MAX_ALLOWS 256
+#define MAX_ALLOWS CUSTODE_RUN_MAX_ALLOWS
 #define MAX_TRUST 32
 
 struct run_opts {

@@ -187,8 +187,12 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	snprintf(l->st.workspace, sizeof(l->st.workspace), "%s", ws);
 	snprintf(l->st.policy, sizeof(l->st.policy), "%s", l->policy->name);
 	snprintf(l->st.source, sizeof(l->st.source), "%s", l->from.source);
-	for (size_t i = 0; i < o->n_allows && i < 16; i++)
-		snprintf(l->st.allows[l->st.n_allows++], sizeof(l->st.allows[0]), "%s", o->allow_strs[i]);
+	/* every grant, whole (args.c takes at most CUSTODE_RUN_MAX_ALLOWS; a parsed grant fits the text) */
+	for (size_t i = 0; i < o->n_allows && i < CUSTODE_RUN_MAX_ALLOWS; i++)
+		if (snprintf(l->st.allows[l->st.n_allows++], sizeof(l->st.allows[0]), "%s", o->allow_strs[i]) >=
+		    (int)sizeof(l->st.allows[0]))
+			return custode_refuse(why, ENAMETOOLONG, CUSTODE_REASON_RUN_USAGE, "--allow %s: too long",
+					      o->allow_strs[i]);
 	l->st.launcher_pid = getpid();
 	l->st.started = time(NULL);
 

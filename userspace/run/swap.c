@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/compile.h"
@@ -18,7 +19,7 @@ static unsigned run_classes(__u32 flags)
 int custode_run_swap_policy(struct custode_engine *e, struct custode_runstate *st, const struct custode_policy *p,
 			    struct custode_refusal *why)
 {
-	struct custode_allow allows[16];
+	struct custode_allow *allows = calloc(CUSTODE_RUN_MAX_ALLOWS, sizeof(*allows));
 	struct custode_program pr = {
 		.policy = p,
 		.bindings = {.workspace = st->workspace, .tmp = st->tmp},
@@ -29,20 +30,28 @@ int custode_run_swap_policy(struct custode_engine *e, struct custode_runstate *s
 	struct custode_run run;
 	int err;
 
-	if ((err = custode_engine_get_run(e, st->cgroup_id, &run)))
-		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "run is not registered: %s",
-				      strerror(-err));
-	if (run.flags & CUSTODE_RUN_CANCELLED)
-		return custode_refuse(why, ESRCH, CUSTODE_REASON_RUN_CANCELLED, "the run is ending");
-	if (run_classes(run.flags) != custode_policy_classes(p))
-		return custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
-				      "%s v%llu asks for enforcement classes 0x%x, the run was set up for 0x%x; it takes "
-				      "effect for new runs only",
-				      p->name, (unsigned long long)p->version, custode_policy_classes(p),
-				      run_classes(run.flags));
-	for (int i = 0; i < st->n_allows && i < 16; i++)
+	if (!allows)
+		return custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
+	if ((err = custode_engine_get_run(e, st->cgroup_id, &run))) {
+		err = custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "run is not registered: %s",
+				     strerror(-err));
+		goto done;
+	}
+	if (run.flags & CUSTODE_RUN_CANCELLED) {
+		err = custode_refuse(why, ESRCH, CUSTODE_REASON_RUN_CANCELLED, "the run is ending");
+		goto done;
+	}
+	if (run_classes(run.flags) != custode_policy_classes(p)) {
+		err = custode_refuse(why, ENOTSUP, CUSTODE_REASON_POLICY_UNSUPPORTED,
+				     "%s v%llu asks for enforcement classes 0x%x, the run was set up for 0x%x; it takes "
+				     "effect for new runs only",
+				     p->name, (unsigned long long)p->version, custode_policy_classes(p),
+				     run_classes(run.flags));
+		goto done;
+	}
+	for (int i = 0; i < st->n_allows && i < CUSTODE_RUN_MAX_ALLOWS; i++)
 		if ((err = custode_allow_parse(st->allows[i], &allows[i], why)))
-			return err;
+			goto done;
 
 	/* the new rules beside the old ones (another rule set id: nothing the run uses changes yet), then the flip */
 	if ((err = custode_program_ruleset(e, &pr, why)))
@@ -56,5 +65,7 @@ int custode_run_swap_policy(struct custode_engine *e, struct custode_runstate *s
 	custode_runstate_write(st);
 out:
 	custode_program_free(&pr);
+done:
+	free(allows);
 	return err;
 }

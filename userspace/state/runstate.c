@@ -27,7 +27,7 @@ int custode_runstate_write(const struct custode_runstate *st)
 	json_object_set_new(o, "source", json_string(st->source));
 	{
 		json_t *a = json_array();
-		for (int i = 0; i < st->n_allows && i < 16; i++)
+		for (int i = 0; i < st->n_allows && i < CUSTODE_RUN_MAX_ALLOWS; i++)
 			json_array_append_new(a, json_string(st->allows[i]));
 		json_object_set_new(o, "allows", a);
 	}
@@ -89,7 +89,7 @@ int custode_runstate_parse(const char *text, struct custode_runstate *st)
 		size_t i;
 		json_t *e;
 
-		if (!json_is_array(v) || json_array_size(v) > 16)
+		if (!json_is_array(v) || json_array_size(v) > CUSTODE_RUN_MAX_ALLOWS)
 			goto out;
 		json_array_foreach(v, i, e) {
 			if (!json_is_string(e) || strlen(json_string_value(e)) >= sizeof(tmp.allows[0]))

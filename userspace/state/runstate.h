@@ -14,6 +14,14 @@
 
 #include "state/state.h" /* run ids, the run lock */
 
+/*
+ * The --allow grants a run takes (custode run refuses more), kept as typed so a
+ * policy swap grants them again; the longest a grant can be written is a host
+ * name (253) with ":65535/udp", plus the NUL.
+ */
+#define CUSTODE_RUN_MAX_ALLOWS 256
+#define CUSTODE_ALLOW_TEXT_MAX 272
+
 struct custode_runstate {
 	__u64 run_id;
 	__u64 cgroup_id;
@@ -25,7 +33,7 @@ struct custode_runstate {
 	char workspace[PATH_MAX];
 	char policy[128];
 	char source[16];       /* "profile", "file", "bundle": bundle runs follow their policy name's updates */
-	char allows[16][96];   /* the --allow grants, as typed, so a policy swap keeps them */
+	char allows[CUSTODE_RUN_MAX_ALLOWS][CUSTODE_ALLOW_TEXT_MAX]; /* the --allow grants, as typed */
 	int n_allows;
 };
 
