@@ -235,3 +235,88 @@ KTEST(bundle_live_flip_loop_never_mixes)
 out:
 	teardown(&L, &daemon);
 }
+
+/* A network-only version: no egress rule in v1, one (unrelated) CIDR from v2 on. */
+static bool sign_net_version(struct live *L, int version, const char *out)
+{
+	char doc[1024], policy[600], tmp[600], cmd[2000];
+
+	snprintf(doc, sizeof(doc),
+		 "{\"schema\":\"custode.policy/v1\",\"name\":\"%s\",\"version\":%d,\"content\":{\"network\":{\"egress\":%s}}}",
+		 L->name, version, version > 1 ? "[{\"cidr\":\"198.51.100.0/24\",\"ports\":[443]}]" : "[]");
+	snprintf(policy, sizeof(policy), "%s/net-v%d.json", L->d.root, version);
+	if (!ktest_write_file(policy, doc, 0644))
+		return false;
+	snprintf(tmp, sizeof(tmp), "%s.part", out);
+	snprintf(cmd, sizeof(cmd), "%s bundle sign --key %s --valid-for 1h %s > %s 2>/dev/null && mv %s %s",
+		 ktest_custode(), L->key, policy, tmp, tmp, out);
+	return system(cmd) == 0;
+}
+
+static bool ask_connect(struct ktest_proc *p, int port, char *out, size_t len)
+{
+	char cmd[96];
+
+	snprintf(cmd, sizeof(cmd), "connect 127.0.0.1 %d udp\n", port);
+	return write(p->in, cmd, strlen(cmd)) == (ssize_t)strlen(cmd) && ktest_read_line(p->out, out, len, 20000);
+}
+
+/*
+ * Every --allow grant survives a live update (issue 16): the run state kept
+ * 16 of the grants a run takes, so at the first swap grant 17 on was gone
+ * (port 40017 went from ok to EPERM at v1 -> v2). 40 grants here; the last
+ * ones and the first are asked before and after the swap, and a port no
+ * grant names stays refused (the control).
+ */
+KTEST(bundle_live_update_keeps_every_allow)
+{
+	enum { GRANTS = 40, BASE = 40001 };
+	struct live L;
+	struct ktest_proc daemon, run;
+	char b1[500], b2[500], line[128], *argv[8 + 2 * GRANTS + 4], grants[GRANTS][48];
+	static const int asked[] = {BASE, BASE + 16, BASE + GRANTS - 1};
+	int n = 0;
+
+	if (!setup(&L, &daemon))
+		return;
+	snprintf(b1, sizeof(b1), "%s/net-v1.json", L.d.root);
+	snprintf(b2, sizeof(b2), "%s/net-v2.dsse.json", L.dir);
+	if (!ASSERT_TRUE(sign_net_version(&L, 1, b1), "sign v1"))
+		goto out;
+	argv[n++] = (char *)ktest_custode();
+	argv[n++] = "run";
+	argv[n++] = "--bundle";
+	argv[n++] = b1;
+	argv[n++] = "--trust";
+	argv[n++] = L.pub;
+	for (int i = 0; i < GRANTS; i++) {
+		snprintf(grants[i], sizeof(grants[i]), "127.0.0.1:%d/udp", BASE + i);
+		argv[n++] = "--allow";
+		argv[n++] = grants[i];
+	}
+	argv[n++] = "--";
+	argv[n++] = (char *)ktest_tprobe();
+	argv[n++] = "repl";
+	argv[n] = NULL;
+	if (!ASSERT_EQ(ktest_spawn(argv, -1, &run), 0, "run under v1 with 40 grants") ||
+	    !ASSERT_TRUE(ktest_read_line(run.out, line, sizeof(line), 60000), "ready"))
+		goto out;
+	for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++)
+		if (ASSERT_TRUE(ask_connect(&run, asked[i], line, sizeof(line)), "ask"))
+			ASSERT_STREQ(line, "ok", "v1: a granted port");
+	if (ASSERT_TRUE(ask_connect(&run, BASE + GRANTS, line, sizeof(line)), "ask"))
+		ASSERT_STREQ(line, "EPERM", "v1: a port no grant names (control)");
+
+	ASSERT_TRUE(sign_net_version(&L, 2, b2), "sign v2 into the directory");
+	ASSERT_TRUE(daemon_says(&daemon, " v1 -> v2", NULL, 60000), "the daemon swapped the run to v2");
+	for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++)
+		if (ASSERT_TRUE(ask_connect(&run, asked[i], line, sizeof(line)), "ask"))
+			ASSERT_STREQ(line, "ok", "v2: every grant kept, 17th and 40th included");
+	if (ASSERT_TRUE(ask_connect(&run, BASE + GRANTS, line, sizeof(line)), "ask"))
+		ASSERT_STREQ(line, "EPERM", "v2: a port no grant names (control)");
+	ktest_close_stdin(&run);
+	ktest_wait(&run, 30000);
+	ktest_proc_close(&run);
+out:
+	teardown(&L, &daemon);
+}

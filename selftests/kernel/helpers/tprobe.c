@@ -15,7 +15,8 @@
  *   tprobe socket DOMAIN TYPE PROTO   numbers, as socket(2) takes them
  *   tprobe recvfd-connect ADDR PORT   receive a socket over stdin (SCM_RIGHTS), connect it
  *   tprobe wait OP ...             print "ready PID", read a line, do OP, block until stdin closes
- *   tprobe repl                    print "ready PID", then run one "open PATH MODE" per input line
+ *   tprobe repl                    print "ready PID", then run one "open PATH MODE" or
+ *                                  "connect ADDR PORT tcp|udp" per input line
  *   tprobe spin SECONDS PATH...    open each PATH (read) in a tight loop (SECONDS 0: until stdin closes); print "PATH ok N denied M" each
  * ADDR is an IPv4 or IPv6 literal; IPv6 sockets are used for IPv6 literals.
  * Exit: 0 ok, 1 the operation failed, 2 usage.
@@ -186,8 +187,16 @@ static int repl(void)
 
 	printf("ready %d\n", (int)getpid());
 	while (fgets(line, sizeof(line), stdin)) {
+		char addr[64], port[16], proto[8];
 		int f;
 
+		if (sscanf(line, "connect %63s %15s %7s", addr, port, proto) == 3) {
+			char *av[] = {"tprobe", "connect", addr, port, proto, NULL};
+
+			if (net_op(5, av) == 2)
+				printf("usage\n");
+			continue;
+		}
 		if (sscanf(line, "open %4095s %7s", path, mode) != 2 || (f = flags_of(mode)) < 0) {
 			printf("usage\n");
 			continue;
