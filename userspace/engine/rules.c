@@ -16,6 +16,12 @@
 
 #define KERNEL_ENOTSUPP 524 /* what bpf() says of a batch operation a map type lacks */
 
+/* A batch call that failed with err (an errno) before doing anything: does this map type lack the operation? */
+static bool batch_missing(int err)
+{
+	return err == EINVAL || err == KERNEL_ENOTSUPP || err == EOPNOTSUPP;
+}
+
 int custode_engine_alloc_ruleset(struct custode_engine *e, __u32 *out)
 {
 	/* Another launcher may have allocated since we opened the engine: re-read under the lock. */
@@ -56,20 +62,15 @@ int custode_engine_alloc_ruleset(struct custode_engine *e, __u32 *out)
 static int update_keys(int fd, const void *keys, const void *vals, size_t n, size_t key_size, size_t val_size)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
-	size_t i = 0;
+	__u32 count = (__u32)n;
+	size_t i;
 
-	while (i < n) {
-		__u32 count = (__u32)(n - i);
-
-		if (bpf_map_update_batch(fd, (const char *)keys + i * key_size, (const char *)vals + i * val_size, &count,
-					 &opts) == 0)
-			return 0;
-		i += count; /* count: how many went in before the failure */
-		if (count || (errno != EINVAL && errno != KERNEL_ENOTSUPP && errno != EOPNOTSUPP))
-			return -errno; /* a real failure (map full: E2BIG) */
-		break;                 /* no batch for this map type: by key below */
-	}
-	for (; i < n; i++)
+	if (!n || bpf_map_update_batch(fd, keys, vals, &count, &opts) == 0)
+		return 0;
+	/* count: how many went in before the failure; a real one (map full: E2BIG) is the caller's */
+	if (count || !batch_missing(errno))
+		return -errno;
+	for (i = 0; i < n; i++) /* no batch for this map type: a call a key */
 		if (bpf_map_update_elem(fd, (const char *)keys + i * key_size, (const char *)vals + i * val_size, BPF_ANY) <
 		    0)
 			return -errno;
@@ -229,7 +230,7 @@ static int delete_keys(int fd, const struct keyset *ks, size_t *deleted)
 			i++;
 			continue;
 		}
-		if (count || (errno != EINVAL && errno != KERNEL_ENOTSUPP && errno != EOPNOTSUPP))
+		if (count || !batch_missing(errno))
 			return -errno;
 		break; /* no batch for this map type: by key below */
 	}
@@ -321,7 +322,7 @@ int custode_engine_add_net(struct custode_engine *e, const struct custode_net_ru
 
 	if ((rs->n || rs->n_priv) && e->net_rules_fd < 0)
 		return -ENOENT;
-	if (rs->n && (err = update_keys(e->net_rules_fd, rs->keys, rs->vals, rs->n, sizeof(*rs->keys), sizeof(*rs->vals))))
+	if ((err = update_keys(e->net_rules_fd, rs->keys, rs->vals, rs->n, sizeof(*rs->keys), sizeof(*rs->vals))))
 		return err;
 	for (size_t i = 0; i < rs->n_priv; i++)
 		if (bpf_map_update_elem(e->net_private_fd, &rs->priv[i], &one, BPF_ANY) < 0)
