@@ -19,10 +19,25 @@ struct live {
 	char name[64], key[400], pub[400], dir[400];
 };
 
+/* Write policy document doc as FILE under the test's root and sign it into out (a bundle). */
+static bool sign_doc(struct live *L, const char *doc, const char *file, const char *out)
+{
+	char policy[512], cmd[2048], tmp[600];
+
+	snprintf(policy, sizeof(policy), "%s/%s", L->d.root, file);
+	if (!ktest_write_file(policy, doc, 0644))
+		return false;
+	/* write then rename: the daemon never reads a half-written bundle */
+	snprintf(tmp, sizeof(tmp), "%s.part", out);
+	snprintf(cmd, sizeof(cmd), "%s bundle sign --key %s --valid-for 1h %s > %s 2>/dev/null && mv %s %s",
+		 ktest_custode(), L->key, policy, tmp, tmp, out);
+	return system(cmd) == 0;
+}
+
 /* A version of the test policy: the workspace readable, ws/ok always, ws/secret never, ws/x when x_allowed. */
 static bool sign_version(struct live *L, int version, bool x_allowed, bool sub_allowed, const char *out)
 {
-	char doc[2048], policy[512], cmd[2048], tmp[600];
+	char doc[2048], file[32];
 
 	snprintf(doc, sizeof(doc),
 		 "{\"schema\":\"custode.policy/v1\",\"name\":\"%s\",\"version\":%d,\"content\":{\"filesystem\":["
@@ -33,14 +48,8 @@ static bool sign_version(struct live *L, int version, bool x_allowed, bool sub_a
 		 "{\"path\":\"%s/x\",\"allow\":%s},{\"path\":\"%s/sub\",\"allow\":%s}]}}",
 		 L->name, version, L->d.ws, L->d.ws, L->d.ws, x_allowed ? "[\"read\"]" : "[]", L->d.ws,
 		 sub_allowed ? "[\"read\"]" : "[]");
-	snprintf(policy, sizeof(policy), "%s/policy-v%d.json", L->d.root, version);
-	if (!ktest_write_file(policy, doc, 0644))
-		return false;
-	/* write then rename: the daemon never reads a half-written bundle */
-	snprintf(tmp, sizeof(tmp), "%s.part", out);
-	snprintf(cmd, sizeof(cmd), "%s bundle sign --key %s --valid-for 1h %s > %s 2>/dev/null && mv %s %s",
-		 ktest_custode(), L->key, policy, tmp, tmp, out);
-	return system(cmd) == 0;
+	snprintf(file, sizeof(file), "policy-v%d.json", version);
+	return sign_doc(L, doc, file, out);
 }
 
 static bool ask(struct ktest_proc *p, const char *path, char *out, size_t len)
@@ -239,18 +248,13 @@ out:
 /* A network-only version: no egress rule in v1, one (unrelated) CIDR from v2 on. */
 static bool sign_net_version(struct live *L, int version, const char *out)
 {
-	char doc[1024], policy[600], tmp[600], cmd[2000];
+	char doc[1024], file[32];
 
 	snprintf(doc, sizeof(doc),
 		 "{\"schema\":\"custode.policy/v1\",\"name\":\"%s\",\"version\":%d,\"content\":{\"network\":{\"egress\":%s}}}",
 		 L->name, version, version > 1 ? "[{\"cidr\":\"198.51.100.0/24\",\"ports\":[443]}]" : "[]");
-	snprintf(policy, sizeof(policy), "%s/net-v%d.json", L->d.root, version);
-	if (!ktest_write_file(policy, doc, 0644))
-		return false;
-	snprintf(tmp, sizeof(tmp), "%s.part", out);
-	snprintf(cmd, sizeof(cmd), "%s bundle sign --key %s --valid-for 1h %s > %s 2>/dev/null && mv %s %s",
-		 ktest_custode(), L->key, policy, tmp, tmp, out);
-	return system(cmd) == 0;
+	snprintf(file, sizeof(file), "net-policy-v%d.json", version);
+	return sign_doc(L, doc, file, out);
 }
 
 static bool ask_connect(struct ktest_proc *p, int port, char *out, size_t len)
