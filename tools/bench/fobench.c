@@ -44,6 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "landlock_rule.h"
+
 #define MAXDEPTHS 16
 #define PATHLEN 512
 
@@ -128,19 +130,6 @@ static int cmd_dirs(int argc, char **argv)
 			return perror(d), 1;
 	}
 	return 0;
-}
-
-static int add_rule(int ruleset, const char *path, __u64 access)
-{
-	struct landlock_path_beneath_attr pb = {.allowed_access = access};
-	int err;
-
-	pb.parent_fd = open(path, O_PATH | O_CLOEXEC);
-	if (pb.parent_fd < 0)
-		return errno == ENOENT ? 0 : -1;
-	err = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
-	close(pb.parent_fd);
-	return err;
 }
 
 /* The same shape as llbench's ruleset, plus the tree and the fifos. */

@@ -17,24 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "landlock_rule.h"
+
 static double now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int add_rule(int ruleset, const char *path, __u64 access)
-{
-	struct landlock_path_beneath_attr pb = {.allowed_access = access};
-	int err;
-
-	pb.parent_fd = open(path, O_PATH | O_CLOEXEC);
-	if (pb.parent_fd < 0)
-		return errno == ENOENT ? 0 : -1;
-	err = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
-	close(pb.parent_fd);
-	return err;
 }
 
 int main(int argc, char **argv)
