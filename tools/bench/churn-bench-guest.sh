@@ -52,23 +52,9 @@ P=/tmp/bench/policy-churn.json
 	printf ']}}'
 } >"$P"
 
-# the base cgroup at the depth of a run's (open-bench-guest.sh)
-"$B/custode" engine unload --force >/dev/null 2>&1 || true
-depth=$("$B/custode" run --profile read -- /bin/cat /proc/self/cgroup | sed -n 's/^0:://p' | awk -F/ '{print NF - 1}')
-[ "$depth" -ge 1 ] || { echo "churn-bench: cannot tell a run's cgroup depth" >&2; exit 1; }
-BCG=$CG/bench.slice
-i=2
-while [ $i -le "$depth" ]; do BCG=$BCG/l$i; i=$((i + 1)); done
-[ "$depth" -ge 2 ] || BCG=$CG/bench-base
-mkdir -p "$BCG"
-ctl=$(cat "$CG/custode/cgroup.subtree_control" 2>/dev/null || true)
-enable() { for c in $ctl; do echo "+$c" >"$1/cgroup.subtree_control" 2>/dev/null || true; done; }
-d=$CG
-for part in $(echo "${BCG#"$CG"/}" | tr / ' '); do
-	d=$d/$part
-	[ "$d" = "$BCG" ] || enable "$d"
-done
-incg() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$BCG" "$@"; }
+# the base cgroup at the depth of a run's (guest-cgroup.sh)
+. "$REPO/tools/bench/guest-cgroup.sh"
+bench_base_cgroup churn-bench
 
 out=$(mktemp)
 # meas ROUND TAG idle|churn CMD...: the churner in the base cgroup, CMD N REQ ACK FILES
