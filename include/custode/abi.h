@@ -101,6 +101,13 @@ enum custode_path_rule_flags {
 	 * away from here, or a whole prepared tree could land on the narrower rule.
 	 */
 	CUSTODE_PATH_RULE_PROTECTS_BELOW = 1u << 0,
+	/*
+	 * On the "D/" key of a rule (the root rule's "/") that no other rule or
+	 * marker lies below: every path under D has this rule, whatever its
+	 * last components, so the engine may decide a directory's files once
+	 * for the directory (bpf/file.bpf.c, dir_cache).
+	 */
+	CUSTODE_PATH_RULE_NOTHING_BELOW = 1u << 1,
 };
 
 /*

@@ -700,6 +700,7 @@ Test(lookup, root_rule_matches_everything)
 struct lpm_entry {
 	struct custode_path_key key;
 	uint32_t allow;
+	uint32_t flags;
 };
 
 struct lpm {
@@ -726,7 +727,7 @@ static bool lpm_matches(const struct custode_path_key *entry, const struct custo
 	return true;
 }
 
-static void lpm_insert(struct lpm *t, const struct custode_path_key *k, uint32_t allow)
+static void lpm_insert(struct lpm *t, const struct custode_path_key *k, const struct custode_path_rule *v)
 {
 	/* the trie holds one value per (prefixlen, prefix): an update replaces */
 	for (size_t i = 0; i < t->n; i++) {
@@ -740,29 +741,32 @@ static void lpm_insert(struct lpm *t, const struct custode_path_key *k, uint32_t
 		cr_assert_not_null(t->e);
 	}
 	t->e[t->n].key = *k;
-	t->e[t->n++].allow = allow;
+	t->e[t->n].flags = v->flags;
+	t->e[t->n++].allow = v->allow;
 }
 
 static void lpm_add_ruleset(struct lpm *t, const struct custode_fs_ruleset *rs, uint32_t ruleset)
 {
 	for (size_t i = 0; i < rs->n; i++) {
 		struct custode_path_key k[2];
-		int n = custode_rule_keys(&rs->rules[i], ruleset, k);
+		struct custode_path_rule v[2];
+		int n = custode_rule_entries(&rs->rules[i], ruleset, k, v);
 
 		cr_assert(n == 1 || n == 2);
 		for (int j = 0; j < n; j++) {
 			cr_assert_leq(k[j].prefixlen, 32 + 8 * CUSTODE_RULE_PATH_MAX);
 			cr_assert_geq(k[j].prefixlen, 32 + 8);
-			lpm_insert(t, &k[j], rs->rules[i].allow);
+			cr_assert_eq(v[j].allow, rs->rules[i].allow);
+			lpm_insert(t, &k[j], &v[j]);
 		}
 	}
 }
 
-/* What the engine looks up: ruleset + path + NUL, truncated to the key. */
-static uint32_t lpm_lookup(const struct lpm *t, uint32_t ruleset, const char *path, bool *found)
+/* The longest entry matching the first len bytes of path (truncated to the key) in ruleset. */
+static const struct lpm_entry *lpm_find(const struct lpm *t, uint32_t ruleset, const char *path, size_t len)
 {
 	struct custode_path_key look;
-	size_t len = strlen(path) + 1, n = len < CUSTODE_RULE_PATH_MAX ? len : CUSTODE_RULE_PATH_MAX;
+	size_t n = len < CUSTODE_RULE_PATH_MAX ? len : CUSTODE_RULE_PATH_MAX;
 	const struct lpm_entry *best = NULL;
 
 	memset(&look, 0, sizeof(look));
@@ -772,6 +776,14 @@ static uint32_t lpm_lookup(const struct lpm *t, uint32_t ruleset, const char *pa
 	for (size_t i = 0; i < t->n; i++)
 		if (lpm_matches(&t->e[i].key, &look) && (!best || t->e[i].key.prefixlen > best->key.prefixlen))
 			best = &t->e[i];
+	return best;
+}
+
+/* What the engine looks up: ruleset + path + NUL, truncated to the key. */
+static uint32_t lpm_lookup(const struct lpm *t, uint32_t ruleset, const char *path, bool *found)
+{
+	const struct lpm_entry *best = lpm_find(t, ruleset, path, strlen(path) + 1);
+
 	*found = best != NULL;
 	return best ? best->allow : 0;
 }
@@ -949,6 +961,121 @@ Test(lpm_model, rulesets_do_not_see_each_other)
 	free(t.e);
 	custode_fs_ruleset_free(&a);
 	custode_fs_ruleset_free(&b);
+}
+
+/*
+ * What the engine's directory cache (bpf/file.bpf.c, dir_cache) relies on:
+ * when the entry matching "D/" carries CUSTODE_PATH_RULE_NOTHING_BELOW,
+ * every "D/name" gets that entry's classes, whatever the name. Checked on
+ * the rule sets above (narrowing rules, markers, the root rule, rules at the
+ * key's length) for directories at and around every rule and random ones.
+ */
+static void check_dir_decides(const struct lpm *t, uint32_t ruleset, const char *dir, unsigned *leaves, unsigned *others)
+{
+	static const char *const names[] = {"x", ".git", "hooks", "ssh", "sshd_config", "private", "b", "bb", "c",
+					    "lib", "lib64", "ws", "wsx", "null", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+	char d[1200], path[1400];
+	size_t dlen;
+	const struct lpm_entry *e;
+
+	snprintf(d, sizeof(d), "%s", dir);
+	dlen = strlen(d);
+	if (dlen > 1 && d[dlen - 1] == '/')
+		d[--dlen] = 0;
+	/* "D/" as the engine looks it up: the path up to and with the '/' before the name */
+	snprintf(path, sizeof(path), "%s/", dlen == 1 && d[0] == '/' ? "" : d);
+	e = lpm_find(t, ruleset, path, strlen(path));
+	if (!e || !(e->flags & CUSTODE_PATH_RULE_NOTHING_BELOW)) {
+		(*others)++;
+		return;
+	}
+	(*leaves)++;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		bool found;
+		uint32_t allow;
+
+		snprintf(path, sizeof(path), "%s/%s", dlen == 1 && d[0] == '/' ? "" : d, names[i]);
+		allow = lpm_lookup(t, ruleset, path, &found);
+		cr_assert(found && allow == e->allow, "ruleset %u: \"%s/\" has nothing below (classes %u) but \"%s\" gets %u",
+			  ruleset, d, e->allow, path, allow);
+	}
+}
+
+Test(lpm_model, nothing_below_means_every_name_alike)
+{
+	char *r247 = path_of_len(CUSTODE_RULE_PATH_MAX - 1), *r246 = path_of_len(CUSTODE_RULE_PATH_MAX - 2);
+	struct custode_fs_ruleset a = compile_paths(set_a, sizeof(set_a) / sizeof(set_a[0]), r247);
+	struct custode_fs_ruleset b = compile_paths(set_b, sizeof(set_b) / sizeof(set_b[0]), r246);
+	struct lpm t = {0};
+	char path[1200];
+	unsigned leaves = 0, others = 0;
+
+	lpm_add_ruleset(&t, &a, 1);
+	lpm_add_ruleset(&t, &b, 2);
+	for (int s = 0; s < 2; s++) {
+		const struct custode_fs_ruleset *rs = s ? &b : &a;
+		for (size_t i = 0; i < rs->n; i++) {
+			static const char *const suffix[] = {"", "/x", "/a/b", "/.git", "/ssh"};
+			for (size_t j = 0; j < sizeof(suffix) / sizeof(suffix[0]); j++) {
+				snprintf(path, sizeof(path), "%s%s", rs->rules[i].path, suffix[j]);
+				check_dir_decides(&t, (uint32_t)s + 1, path, &leaves, &others);
+			}
+			/* the rule's parent directory */
+			snprintf(path, sizeof(path), "%s", rs->rules[i].path);
+			if (strrchr(path, '/') && strrchr(path, '/') != path)
+				*strrchr(path, '/') = 0;
+			check_dir_decides(&t, (uint32_t)s + 1, path, &leaves, &others);
+		}
+	}
+	for (int i = 0; i < 400; i++) {
+		random_path(path, sizeof(path), i % 5 == 0 ? r247 : "/", i % 4 == 0 ? 200 + rnd(400) : rnd(60));
+		check_dir_decides(&t, 1, path, &leaves, &others);
+		check_dir_decides(&t, 2, path, &leaves, &others);
+	}
+	/* both kinds occur: directories decided once, and ones whose names matter */
+	cr_assert_gt(leaves, 100);
+	cr_assert_gt(others, 50);
+	free(t.e);
+	custode_fs_ruleset_free(&a);
+	custode_fs_ruleset_free(&b);
+	free(r247);
+	free(r246);
+}
+
+Test(compile, nothing_below_only_on_rules_with_nothing_below)
+{
+	static const char *const paths[] = {"/", "/usr", "/home/u/ws", "/home/u/ws/.git/hooks", "/home/u/wsx"};
+	struct custode_fs_ruleset rs = compile_paths(paths, sizeof(paths) / sizeof(paths[0]), NULL);
+	static const struct {
+		const char *path;
+		bool below_flag;
+	} want[] = {{"/", false}, {"/usr", true}, {"/home/u/ws", false}, {"/home/u/ws/.git/hooks", true},
+		    {"/home/u/wsx", true}};
+	size_t seen = 0;
+
+	for (size_t i = 0; i < rs.n; i++) {
+		struct custode_path_key k[2];
+		struct custode_path_rule v[2];
+		int n = custode_rule_entries(&rs.rules[i], 1, k, v);
+
+		if (rs.rules[i].marker) {
+			cr_assert_eq(n, 1);
+			cr_assert_not(v[0].flags & CUSTODE_PATH_RULE_NOTHING_BELOW, "marker %s", rs.rules[i].path);
+			continue;
+		}
+		for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
+			if (strcmp(want[w].path, rs.rules[i].path))
+				continue;
+			seen++;
+			/* the exact key "D\0" never carries it, the "D/" key does when nothing lies below */
+			if (n == 2)
+				cr_assert_not(v[0].flags & CUSTODE_PATH_RULE_NOTHING_BELOW, "%s exact key", want[w].path);
+			cr_assert_eq(!!(v[n - 1].flags & CUSTODE_PATH_RULE_NOTHING_BELOW), want[w].below_flag, "%s",
+				     want[w].path);
+		}
+	}
+	cr_assert_eq(seen, sizeof(want) / sizeof(want[0]));
+	custode_fs_ruleset_free(&rs);
 }
 
 Test(lpm_model, long_path_under_long_rule)

@@ -96,18 +96,8 @@ int custode_engine_add_rules(struct custode_engine *e, __u32 ruleset, const stru
 		free(vals);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < rs->n; i++) {
-		struct custode_path_rule val = {.allow = rs->rules[i].allow, .flags = rs->rules[i].flags};
-		int k = custode_rule_keys(&rs->rules[i], ruleset, &keys[n]);
-
-		for (int j = 0; j < k; j++) {
-			vals[n + (size_t)j] = val;
-			/* rename protection is about the path itself (keys[0], "D\0"), never what's below it */
-			if (j == 1)
-				vals[n + 1].flags &= ~CUSTODE_PATH_RULE_PROTECTS_BELOW;
-		}
-		n += (size_t)k;
-	}
+	for (size_t i = 0; i < rs->n; i++)
+		n += (size_t)custode_rule_entries(&rs->rules[i], ruleset, &keys[n], &vals[n]);
 	err = update_keys(e->rules_fd, keys, vals, n, sizeof(*keys), sizeof(*vals));
 	free(keys);
 	free(vals);

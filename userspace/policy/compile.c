@@ -318,6 +318,9 @@ int custode_policy_compile_fs(const struct custode_policy *p, const struct custo
 		parent[i] = depth ? stack[depth - 1] : -1;
 		stack[depth++] = (long)i;
 	}
+	/* a leaf: sorted with '/' lowest, whatever lies below a rule follows it directly */
+	for (size_t i = 0; i < nrules; i++)
+		rules[i].leaf = i + 1 == nrules || !encloses(rules[i].path, rules[i + 1].path);
 	for (size_t i = 0; i < nrules; i++) {
 		uint32_t up = parent[i] >= 0 ? rules[parent[i]].allow : 0;
 
@@ -412,6 +415,24 @@ int custode_rule_keys(const struct custode_compiled_rule *r, uint32_t ruleset, s
 	keys[1].path[len] = '/';
 	keys[1].prefixlen = (uint32_t)(32 + 8 * (len + 1));
 	return 2;
+}
+
+int custode_rule_entries(const struct custode_compiled_rule *r, uint32_t ruleset, struct custode_path_key keys[2],
+			 struct custode_path_rule vals[2])
+{
+	int k = custode_rule_keys(r, ruleset, keys);
+
+	for (int j = 0; j < k; j++) {
+		vals[j].allow = r->allow;
+		vals[j].flags = r->flags;
+		/* rename protection is about the path itself (keys[0], "D\0"), never what's below it */
+		if (j == 1)
+			vals[j].flags &= ~CUSTODE_PATH_RULE_PROTECTS_BELOW;
+		/* and what lies below is the "D/" key's business (the root rule's one key is both) */
+		if (r->leaf && !r->marker && (j == 1 || k == 1))
+			vals[j].flags |= CUSTODE_PATH_RULE_NOTHING_BELOW;
+	}
+	return k;
 }
 
 uint32_t custode_fs_lookup(const struct custode_fs_ruleset *rs, const char *path)

@@ -24,6 +24,7 @@ struct custode_compiled_rule {
 	uint32_t flags;  /* enum custode_path_rule_flags */
 	bool marker;     /* not a rule: an exact-path entry carrying flags, allow inherited */
 	bool restricts;  /* narrower than its enclosing rule (or denies): held by identity too */
+	bool leaf;       /* no other rule lies below this one (CUSTODE_PATH_RULE_NOTHING_BELOW) */
 };
 
 struct custode_fs_identity {
@@ -70,6 +71,10 @@ void custode_fs_ruleset_free(struct custode_fs_ruleset *rs);
  * "Dx". The root rule is the single prefix "/". Returns the number of keys (1 or 2).
  */
 int custode_rule_keys(const struct custode_compiled_rule *r, uint32_t ruleset, struct custode_path_key keys[2]);
+
+/* The same keys with their values: the rule's classes and the flags each key carries. */
+int custode_rule_entries(const struct custode_compiled_rule *r, uint32_t ruleset, struct custode_path_key keys[2],
+			 struct custode_path_rule vals[2]);
 
 /* The kernel's dev_t (major << 20 | minor) of a userspace st_dev. */
 uint64_t custode_kernel_dev(uint64_t st_dev);
