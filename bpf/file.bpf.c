@@ -22,6 +22,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define VM_EXEC 0x4
 #define S_IFMT 00170000
 #define S_IFDIR 0040000
+#define S_IFREG 0100000
 #define PROC_SUPER_MAGIC 0x9fa0
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #define MQUEUE_MAGIC 0x19800202
@@ -136,6 +137,21 @@ static __always_inline int who_init(struct who *w)
 		return 0;
 	w->s = bpf_map_lookup_elem(&file_scratch, &zero);
 	return 1;
+}
+
+/*
+ * The same for a task whose run cgroup is already known (custode_current_run_cgid
+ * said it is in a run): the run's entry, without walking the cgroups again.
+ * No entry is run.unregistered, as for custode_current_run.
+ */
+static __always_inline void who_init_run(struct who *w, __u64 run_cgid)
+{
+	__u32 zero = 0;
+
+	w->run_cgid = run_cgid;
+	w->run = bpf_map_lookup_elem(&custode_runs, &run_cgid);
+	w->where = w->run ? CUSTODE_IN_RUN : CUSTODE_UNREGISTERED;
+	w->s = bpf_map_lookup_elem(&file_scratch, &zero);
 }
 
 /* Direct BTF loads (one guarded load each), not bpf_probe_read_kernel calls: this is the hot path. */
@@ -261,21 +277,27 @@ static __always_inline __u32 rules_allow(struct who *w, long len, __u32 *flags)
 	return rule ? rule->allow : 0;
 }
 
-/* A restricting rule bound to this inode narrows the allowed classes. */
-static __always_inline __u32 identity_restrict(struct who *w, struct inode *inode, __u32 allow)
+/* The classes a restricting rule bound to this inode leaves (all when none is). */
+static __always_inline __u32 identity_mask(__u32 ruleset, struct inode *inode)
 {
 	struct custode_identity_key k = {};
 	struct custode_identity *id;
 
 	if (!inode)
-		return allow;
-	k.ruleset = w->run->ruleset;
+		return ~0u;
+	k.ruleset = ruleset;
 	k.dev = inode->i_sb->s_dev;
 	k.ino = inode->i_ino;
 	id = bpf_map_lookup_elem(&custode_identities, &k);
 	if (id && (id->flags & CUSTODE_IDENTITY_RESTRICTS))
-		return allow & id->allow;
-	return allow;
+		return id->allow;
+	return ~0u;
+}
+
+/* A restricting rule bound to this inode narrows the allowed classes. */
+static __always_inline __u32 identity_restrict(struct who *w, struct inode *inode, __u32 allow)
+{
+	return allow & identity_mask(w->run->ruleset, inode);
 }
 
 #define SB_KERNMOUNT (1 << 22)
@@ -461,6 +483,196 @@ static __always_inline void cache_store(struct fs_cache_slot *c, __u64 run_cgid,
 }
 
 /*
+ * The directory cache. A regular file F of directory D, reached through
+ * mount M, is decided by the longest rule matching "D/F"; when the rule
+ * matching "D/" has nothing below it (CUSTODE_PATH_RULE_NOTHING_BELOW, set
+ * by the compiler), every name in D falls to that same rule, so the run's
+ * classes for D's files don't depend on their names: that rule's classes,
+ * narrowed by the restricting identities of D and of M's root, are kept for
+ * (D, M, run), and the first open of another file of D costs one hash
+ * lookup and the file's own identity lookup instead of d_path and the rules
+ * — and no cache slot of its own. The same epoch as the file cache (a
+ * rename or mount anywhere, an unlink, a link, a changed run). Only regular
+ * files whose dentry is not their mount's root (a file bind mount's parent
+ * is in another tree); only where the file cache would be used, so /proc,
+ * devpts, mqueue and cgroupfs writes are always decided in full. A name too
+ * long to resolve is decided in full (path.too_long).
+ *
+ * A bounded LRU hash, not inode storage: D is reached through d_parent,
+ * which newer kernels (7.x) give BPF as an untrusted pointer that the
+ * storage helpers refuse. D is named by its inode's address and number (an
+ * inode freed and its memory reused for another of the same number on the
+ * same mount is the same directory: numbers are unique among live inodes),
+ * and an LRU element can be reused under a reader, so every slot carries a
+ * checksum of its key and contents: a torn or reused slot doesn't validate.
+ */
+#define CUSTODE_DIR_CACHE_ENTRIES 16384
+
+struct fs_dir_key {
+	__u64 dir; /* D's inode (its address) */
+	__u64 ino;
+	__u64 mnt;
+	__u64 run_cgid;
+};
+
+struct fs_dir_slot {
+	struct fs_epoch epoch;
+	__u32 allow;   /* for the regular files directly in D */
+	__u32 ruleset; /* the run's when stored; a new one (a live update) changes the epoch */
+	__u32 dirlen;  /* D's path length without NUL */
+	__u32 _pad;
+	__u64 sum;     /* dir_sum() of the key and the above */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CUSTODE_DIR_CACHE_ENTRIES);
+	__type(key, struct fs_dir_key);
+	__type(value, struct fs_dir_slot);
+} dir_cache SEC(".maps");
+
+static __always_inline __u64 dir_mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 31);
+}
+
+static __always_inline __u64 dir_sum(const struct fs_dir_key *k, const struct fs_epoch *e, __u32 allow, __u32 ruleset,
+				     __u32 dirlen)
+{
+	__u64 h = 0x243f6a8885a308d3ull;
+
+	h = dir_mix(h, k->dir);
+	h = dir_mix(h, k->ino);
+	h = dir_mix(h, k->mnt);
+	h = dir_mix(h, k->run_cgid);
+	h = dir_mix(h, e->gen);
+	h = dir_mix(h, ((__u64)e->rename_seq << 32) | e->mount_seq);
+	h = dir_mix(h, ((__u64)allow << 32) | ruleset);
+	return dir_mix(h, dirlen) | 1; /* never 0: a zeroed slot doesn't validate */
+}
+
+/* D's key, when a decision for this file may be D's: a regular file below its mount's root. */
+static __always_inline int dir_key(struct file *file, struct inode *inode, __u64 run_cgid, struct fs_dir_key *k)
+{
+	struct dentry *d = file->f_path.dentry, *p;
+	struct inode *dir;
+
+	if (!inode || !d || (inode->i_mode & S_IFMT) != S_IFREG || d == file->f_path.mnt->mnt_root)
+		return 0;
+	p = d->d_parent;
+	if (!p || p == d)
+		return 0;
+	dir = p->d_inode;
+	if (!dir)
+		return 0;
+	/* the addresses as numbers (read, not cast: the verifier allows no arithmetic on pointers) */
+	if (bpf_probe_read_kernel(&k->dir, sizeof(k->dir), &p->d_inode) ||
+	    bpf_probe_read_kernel(&k->mnt, sizeof(k->mnt), &file->f_path.mnt))
+		return 0;
+	k->ino = dir->i_ino;
+	k->run_cgid = run_cgid;
+	return 1;
+}
+
+/* Does D's slot allow `want` on this file (its own identity applied)? */
+static __noinline int dir_hit(struct file *file, __u64 run_cgid, const struct fs_epoch *e, __u32 want)
+{
+	struct inode *inode = file->f_inode;
+	struct fs_dir_key k = {};
+	struct fs_dir_slot *c;
+	struct fs_epoch seen;
+	__u32 allow, ruleset, dirlen, nlen;
+	__u64 sum;
+
+	if (!dir_key(file, inode, run_cgid, &k))
+		return 0;
+	c = bpf_map_lookup_elem(&dir_cache, &k);
+	if (!c)
+		return 0;
+	seen.gen = c->epoch.gen;
+	seen.rename_seq = c->epoch.rename_seq;
+	seen.mount_seq = c->epoch.mount_seq;
+	allow = c->allow;
+	ruleset = c->ruleset;
+	dirlen = c->dirlen;
+	sum = c->sum;
+	if (seen.gen != e->gen || seen.rename_seq != e->rename_seq || seen.mount_seq != e->mount_seq)
+		return 0;
+	if (sum != dir_sum(&k, &seen, allow, ruleset, dirlen))
+		return 0; /* torn, or the element was reused */
+	/* "D/name (deleted)" and its NUL must fit, or d_path would have refused it */
+	nlen = file->f_path.dentry->d_name.len;
+	if (dirlen + nlen + 12 > CUSTODE_PATH_MAX)
+		return 0;
+	if (want & ~allow)
+		return 0;
+	return !(want & ~identity_mask(ruleset, inode));
+}
+
+/*
+ * After an allowed full decision: D's slot, when the rule matching "D/" has
+ * nothing below it. `up` is the identity mask of D and of the mount's root,
+ * the path of the file in the scratch buffer (len with its NUL). 1 if stored.
+ */
+static __noinline int dir_store(struct who *w, struct file *file, long len, __u32 up, const struct fs_epoch *e)
+{
+	struct custode_path_key *key;
+	struct custode_path_rule *rule;
+	struct fs_dir_key k = {};
+	struct fs_dir_slot v = {};
+	__u32 nlen, dirlen;
+
+	if (!w->s || !w->run || !dir_key(file, file->f_inode, w->run_cgid, &k))
+		return 0;
+	nlen = file->f_path.dentry->d_name.len;
+	if (len < 3 || len > CUSTODE_PATH_MAX || nlen + 2 > len)
+		return 0;
+	dirlen = (__u32)len - 2 - nlen; /* "D" "/" name NUL */
+	CUSTODE_OPAQUE(dirlen);
+	if (custode_pathbuf_str(&w->s->pb)[dirlen & (CUSTODE_PATH_MAX - 1)] != '/')
+		return 0;
+	key = &w->s->pb.key;
+	key->ruleset = w->run->ruleset;
+	key->prefixlen = 32 + 8 * (dirlen + 1 < CUSTODE_RULE_PATH_MAX ? dirlen + 1 : CUSTODE_RULE_PATH_MAX);
+	rule = bpf_map_lookup_elem(&custode_path_rules, key);
+	if (!rule || !(rule->flags & CUSTODE_PATH_RULE_NOTHING_BELOW))
+		return 0;
+	v.epoch = *e;
+	v.allow = rule->allow & up;
+	v.ruleset = w->run->ruleset;
+	v.dirlen = dirlen;
+	v.sum = dir_sum(&k, &v.epoch, v.allow, v.ruleset, v.dirlen);
+	return bpf_map_update_elem(&dir_cache, &k, &v, BPF_ANY) == 0;
+}
+
+/*
+ * The caches for an exec check (bprm_check, PROT_EXEC mappings): a cached
+ * allow of the file (from an open: its identities applied, so never more
+ * than the exec decision, which has none) or of its directory. 1 = allowed.
+ */
+static __noinline int exec_cached(struct file *file, __u64 run_cgid)
+{
+	struct inode *inode = file->f_inode;
+	struct fs_cache_slot *slot;
+	struct fs_epoch e = {};
+	__u64 magic, mnt;
+
+	if (!inode)
+		return 0;
+	magic = inode->i_sb->s_magic;
+	if (magic == PROC_SUPER_MAGIC || magic == CUSTODE_DEVPTS_SUPER_MAGIC || magic == MQUEUE_MAGIC ||
+	    magic == CGROUP2_SUPER_MAGIC || !fs_epoch_now(&e))
+		return 0;
+	mnt = (__u64)file->f_path.mnt;
+	slot = bpf_inode_storage_get(&file_cache, inode, 0, 0);
+	if (slot && cache_hit(slot, run_cgid, mnt, &e, CUSTODE_ACCESS_EXEC))
+		return 1;
+	return dir_hit(file, run_cgid, &e, CUSTODE_ACCESS_EXEC);
+}
+
+/*
  * Objects that belong to the run that created them, recorded when their
  * dentry is instantiated (in the creator's context) and gone with the inode:
  * - POSIX message queues: a run with a process policy opens only its own,
@@ -610,7 +822,7 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 	struct dentry *dentry;
 	struct who w;
 	__u64 run_cgid, mnt;
-	__u32 allow;
+	__u32 allow, up;
 	int r, cacheable, migrate;
 
 	if (ret)
@@ -636,10 +848,11 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 		slot = bpf_inode_storage_get(&file_cache, inode, 0, 0);
 		if (slot && cache_hit(slot, run_cgid, mnt, &epoch, a.want))
 			return 0;
+		if (dir_hit(file, run_cgid, &epoch, a.want))
+			return 0;
 	}
 
-	if (!who_init(&w))
-		return 0;
+	who_init_run(&w, run_cgid);
 	ask_inode(&a, inode);
 	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
 	/*
@@ -678,12 +891,15 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 	 * outside the run (hard link, bind mount, rename) doesn't reopen them.
 	 */
 	dentry = file->f_path.dentry;
-	allow = identity_restrict(&w, inode, allow);
-	allow = identity_restrict(&w, dentry->d_parent->d_inode, allow);
-	allow = identity_restrict(&w, file->f_path.mnt->mnt_root->d_inode, allow);
+	up = identity_mask(w.run->ruleset, dentry->d_parent->d_inode) &
+	     identity_mask(w.run->ruleset, file->f_path.mnt->mnt_root->d_inode);
+	allow = identity_restrict(&w, inode, allow) & up;
 	if (a.want & ~allow)
 		return deny(&w, &a, CUSTODE_REASON_FILE_IDENTITY_DENIED);
 	if (cacheable && !(w.run->flags & CUSTODE_RUN_AUDIT)) {
+		/* the directory's decision serves this file too: no slot of its own */
+		if (dir_store(&w, file, a.len, up, &epoch))
+			return 0;
 		if (!slot)
 			slot = bpf_inode_storage_get(&file_cache, inode, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (slot)
@@ -697,14 +913,19 @@ CUSTODE_LSM(bprm_check_security, custode_bprm_check, struct linux_binprm *bprm, 
 {
 	struct ask a = {.hook = CUSTODE_HOOK_BPRM_CHECK, .want = CUSTODE_ACCESS_EXEC};
 	struct file *file;
+	__u64 run_cgid;
 	struct who w;
 	int r;
 
 	if (ret)
 		return ret;
-	if (!who_init(&w))
+	run_cgid = custode_current_run_cgid();
+	if (!run_cgid)
 		return 0;
 	file = bprm->file;
+	if (exec_cached(file, run_cgid))
+		return 0;
+	who_init_run(&w, run_cgid);
 	ask_inode(&a, file->f_inode);
 	D_PATH_CHECKED(&w, &a, &bprm->file->f_path, bprm->file->f_path.mnt);
 	if (!run_gate(&w, &a, &r))
@@ -717,15 +938,18 @@ CUSTODE_LSM(mmap_file, custode_mmap_file, struct file *file, unsigned long reqpr
 	     int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_MMAP_FILE, .want = CUSTODE_ACCESS_EXEC};
+	__u64 run_cgid;
 	struct who w;
 	int r;
 
 	if (ret)
 		return ret;
-	if (!(prot & PROT_EXEC))
+	if (!(prot & PROT_EXEC) || !file)
 		return 0;
-	if (!file || !who_init(&w))
+	run_cgid = custode_current_run_cgid();
+	if (!run_cgid || exec_cached(file, run_cgid))
 		return 0;
+	who_init_run(&w, run_cgid);
 	ask_inode(&a, file->f_inode);
 	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
 	if (!run_gate(&w, &a, &r))
@@ -738,6 +962,7 @@ CUSTODE_LSM(file_mprotect, custode_file_mprotect, struct vm_area_struct *vma, un
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_MPROTECT, .want = CUSTODE_ACCESS_EXEC};
 	struct file *file;
+	__u64 run_cgid;
 	struct who w;
 	int r;
 
@@ -746,8 +971,12 @@ CUSTODE_LSM(file_mprotect, custode_file_mprotect, struct vm_area_struct *vma, un
 	if (!(prot & PROT_EXEC) || (vma->vm_flags & VM_EXEC))
 		return 0;
 	file = vma->vm_file;
-	if (!file || !who_init(&w))
+	if (!file)
 		return 0;
+	run_cgid = custode_current_run_cgid();
+	if (!run_cgid || exec_cached(file, run_cgid))
+		return 0;
+	who_init_run(&w, run_cgid);
 	ask_inode(&a, file->f_inode);
 	a.len = w.s ? custode_path_build(&w.s->pb, file->f_path.mnt, file->f_path.dentry, NULL) : -ENOENT;
 	if (!run_gate(&w, &a, &r))
