@@ -21,6 +21,7 @@
  * Everything is removed at the end.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,22 @@ static __u64 bench_cgroup(int i, bool remove)
 	return id;
 }
 
+/* This process's resident set, in KiB (VmRSS), or -1. */
+static long rss_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -151,6 +168,7 @@ int main(int argc, char **argv)
 	struct subject *o = calloc((size_t)others + 1, sizeof(*o)), cur, next;
 	double t_compile[64], t_add[64], t_flip[64], t_retire[64], t_force[64];
 	struct custode_run run;
+	long rss_before, rss_after, rss_trimmed;
 	int err = 1;
 
 	memset(&e, 0, sizeof(e));
@@ -183,6 +201,7 @@ int main(int argc, char **argv)
 	if (program(&e, &cur, 1, rules, 1, 0x4000) < 0 ||
 	    custode_program_register(&e, &cur.pr, base_cgid, 0, &run, &why) < 0)
 		goto refused;
+	rss_before = rss_kib();
 	for (int r = 0; r < rounds; r++) {
 		double t0 = now_ms(), t1, t2, t3, t4;
 		struct custode_policy *p = make_policy(1, rules, r + 2);
@@ -238,6 +257,9 @@ int main(int argc, char **argv)
 		t_retire[r] = t4 - t3;
 		t_force[r] = t3 - t0;
 	}
+	rss_after = rss_kib();
+	malloc_trim(0); /* what the daemon does after applying a bundle (daemon/bundles.c) */
+	rss_trimmed = rss_kib();
 	printf("swap of %d file + %d egress rules, %d other runs of %d + %d present, %d rounds (median [min-max])\n", rules,
 	       rules, others, other_rules, other_rules, rounds);
 	show("compile", t_compile, rounds);
@@ -245,6 +267,8 @@ int main(int argc, char **argv)
 	show("flip", t_flip, rounds);
 	show("in force", t_force, rounds);
 	show("retire", t_retire, rounds);
+	printf("  RSS       %ld KiB before the swaps, %ld after, %ld once the heap is trimmed\n", rss_before, rss_after,
+	       rss_trimmed);
 	err = 0;
 	goto out;
 refused:
