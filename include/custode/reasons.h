@@ -106,6 +106,7 @@
 	X(DAEMON_PEER, 191, "daemon.peer", "the control socket refuses this peer") \
 	X(DAEMON_NOT_RUNNING, 192, "daemon.not_running", "no custode daemon answers on the control socket") \
 	X(DAEMON_PROTOCOL, 193, "daemon.protocol", "a malformed request or answer on the control socket") \
+	X(DAEMON_USAGE, 194, "daemon.usage", "a daemon flag is invalid, or names a file, directory, key or address it cannot use") \
 	X(ATTACH_CGROUP, 200, "attach.cgroup", "this cgroup cannot be attached as a run") \
 	X(ATTACH_EXISTS, 201, "attach.exists", "the cgroup or the run id already belongs to a run") \
 	X(RUN_NOT_FOUND, 202, "run.not_found", "no such run") \

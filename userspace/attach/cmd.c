@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "state/runstate.h"
 #include "util/reasons.h"
+#include "util/usage.h"
 
 /*
  * How long to wait for the daemon's answer. An attach may load engine
@@ -29,12 +30,18 @@ static int refused(const char *cmd, const struct custode_refusal *why)
 	return why->reason == CUSTODE_REASON_RUN_USAGE ? 2 : EXIT_REFUSED;
 }
 
-/* A command's help on stderr, its request dropped: EXIT_USAGE. */
-static int bad_usage(void (*usage)(FILE *f), json_t *req)
+/* A run id of cmd's (what names where) that is not one, its request dropped: EXIT_USAGE. */
+static int bad_run_id(const char *cmd, json_t *req, const char *what, const char *arg)
 {
-	usage(stderr);
 	json_decref(req);
-	return EXIT_USAGE;
+	return custode_usage_error(cmd, EXIT_USAGE, "%s'%s' is not 16 hex digits (a run id)", what, arg);
+}
+
+/* getopt_long refused an option of cmd, its request dropped: EXIT_USAGE. */
+static int bad_option(const char *cmd, json_t *req, char **argv)
+{
+	json_decref(req);
+	return custode_usage_bad_option(cmd, EXIT_USAGE, argv);
 }
 
 /* req (consumed) to the daemon: 0 with its answer in *resp, or the exit of its refusal (said on stderr). */
@@ -100,7 +107,7 @@ int custode_cmd_attach(int argc, char **argv)
 	int c, sources = 0, err;
 	__u64 id;
 
-	optind = 1;
+	custode_getopt_start();
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -128,11 +135,8 @@ int custode_cmd_attach(int argc, char **argv)
 			break;
 		}
 		case 'r':
-			if (custode_run_id_parse(optarg, &id) < 0) {
-				fprintf(stderr, "custode: attach: --run-id: '%s' is not 16 hex digits\n", optarg);
-				json_decref(req);
-				return EXIT_USAGE;
-			}
+			if (custode_run_id_parse(optarg, &id) < 0)
+				return bad_run_id("attach", req, "--run-id ", optarg);
 			json_object_set_new(req, "run_id", json_string(optarg + (strncmp(optarg, "run-", 4) ? 0 : 4)));
 			break;
 		case 'j':
@@ -143,12 +147,16 @@ int custode_cmd_attach(int argc, char **argv)
 			json_decref(req);
 			return 0;
 		default:
-			return bad_usage(attach_usage, req);
+			return bad_option("attach", req, argv);
 		}
 	}
-	if (optind < argc || !json_object_get(req, "cgroup") || sources != 1) {
-		fprintf(stderr, "custode: attach: needs --cgroup PATH and one of --profile, --policy, --bundle\n");
-		return bad_usage(attach_usage, req);
+	if (optind < argc) {
+		json_decref(req);
+		return custode_usage_extra_arg("attach", EXIT_USAGE, argv[optind]);
+	}
+	if (!json_object_get(req, "cgroup") || sources != 1) {
+		json_decref(req);
+		return custode_usage_error("attach", EXIT_USAGE, "needs --cgroup PATH and one of --profile, --policy, --bundle");
 	}
 	if ((err = call_daemon("attach", req, &resp)))
 		return err;
@@ -197,14 +205,11 @@ int custode_cmd_detach(int argc, char **argv)
 	int c, err;
 	__u64 id;
 
-	optind = 1;
+	custode_getopt_start();
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == 'r' || c == 'c') {
-			if (c == 'r' && custode_run_id_parse(optarg, &id) < 0) {
-				fprintf(stderr, "custode: detach: --run: '%s' is not a run id\n", optarg);
-				json_decref(req);
-				return EXIT_USAGE;
-			}
+			if (c == 'r' && custode_run_id_parse(optarg, &id) < 0)
+				return bad_run_id("detach", req, "--run ", optarg);
 			if (c == 'r')
 				json_object_set_new(req, "run_id", json_string(optarg + (strncmp(optarg, "run-", 4) ? 0 : 4)));
 			else {
@@ -218,20 +223,23 @@ int custode_cmd_detach(int argc, char **argv)
 			json_decref(req);
 			return 0;
 		} else {
-			return bad_usage(detach_usage, req);
+			return bad_option("detach", req, argv);
 		}
 	}
 	if (optind == argc - 1 && !json_object_get(req, "run_id") && !json_object_get(req, "cgroup")) {
-		if (custode_run_id_parse(argv[optind], &id) < 0) {
-			fprintf(stderr, "custode: detach: '%s' is not a run id\n", argv[optind]);
-			json_decref(req);
-			return EXIT_USAGE;
-		}
+		if (custode_run_id_parse(argv[optind], &id) < 0)
+			return bad_run_id("detach", req, "", argv[optind]);
 		json_object_set_new(req, "run_id", json_string(argv[optind] + (strncmp(argv[optind], "run-", 4) ? 0 : 4)));
 		optind++;
 	}
-	if (optind < argc || (!!json_object_get(req, "run_id") == !!json_object_get(req, "cgroup")))
-		return bad_usage(detach_usage, req);
+	if (optind < argc) {
+		json_decref(req);
+		return custode_usage_extra_arg("detach", EXIT_USAGE, argv[optind]);
+	}
+	if (!!json_object_get(req, "run_id") == !!json_object_get(req, "cgroup")) {
+		json_decref(req);
+		return custode_usage_error("detach", EXIT_USAGE, "needs one of --run ID, --cgroup PATH, ID");
+	}
 	if ((err = call_daemon("detach", req, &resp)))
 		return err;
 	run = json_object_get(resp, "run");
@@ -261,23 +269,26 @@ static void runs_usage(FILE *f)
 
 int custode_cmd_runs(int argc, char **argv)
 {
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
 	struct custode_refusal why = {0};
 	json_t *req, *resp = NULL, *runs, *r;
 	bool json = false;
 	size_t i;
-	int err;
+	int c, err;
 
-	for (int k = 1; k < argc; k++) {
-		if (!strcmp(argv[k], "--json"))
+	custode_getopt_start();
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == 'j') {
 			json = true;
-		else if (!strcmp(argv[k], "--help")) {
+		} else if (c == 'h') {
 			runs_usage(stdout);
 			return 0;
 		} else {
-			runs_usage(stderr);
-			return EXIT_USAGE;
+			return custode_usage_bad_option("runs", EXIT_USAGE, argv);
 		}
 	}
+	if (optind < argc)
+		return custode_usage_extra_arg("runs", EXIT_USAGE, argv[optind]);
 	req = json_pack("{s:s}", "cmd", "runs");
 	err = custode_control_call(req, &resp, CALL_TIMEOUT_MS, &why);
 	json_decref(req);

@@ -12,9 +12,11 @@
 #include "util/exit.h"
 #include "engine/engine.h"
 #include "engine/maps.h"
+#include "engine/probe.h"
 #include "policy/policy.h"
 #include "policy/profiles.h"
 #include "util/reasons.h"
+#include "util/usage.h"
 
 static void engine_usage(FILE *f)
 {
@@ -23,25 +25,72 @@ static void engine_usage(FILE *f)
 		   "       custode engine unload [--force]\n"
 		   "\n"
 		   "The pinned engine lives under " CUSTODE_PIN_ROOT " and outlives every custode\n"
-		   "process. `custode run` loads it on first use; `load` does so ahead of time\n"
-		   "(every class this host supports); `unload` unpins it and is refused while\n"
-		   "runs are registered, unless --force (which leaves those runs unconfined).\n"
+		   "process. `custode run` loads it on first use; `load` does so ahead of time,\n"
+		   "with every class this host supports (file where BPF-LSM programs load, egress\n"
+		   "where cgroup BPF programs do), and names each class not loaded and why\n"
+		   "(kernel.lsm_unavailable: ...). The process class is left to the first run:\n"
+		   "it reserves the engine to the binary that loads it (docs/process.md).\n"
+		   "A load that fails leaves nothing under " CUSTODE_PIN_ROOT ". `unload` unpins\n"
+		   "the engine and is refused while runs are registered, unless --force (which\n"
+		   "leaves those runs unconfined).\n"
 		   "\n"
-		   "Exit: 0 done; 1 refused or failed (status: no engine loaded); 2 usage;\n"
-		   "125 not root.\n");
+		   "Exit: 0 done (load: some class loaded); 1 refused or failed (status: no engine\n"
+		   "loaded; load: no class loads here); 2 usage; 125 not root.\n");
+}
+
+/* What `engine load` loads where the host allows it (the process class: see engine_usage). */
+#define ENGINE_LOAD_CLASSES (CUSTODE_CLASS_FILE | CUSTODE_CLASS_EGRESS)
+
+static const char *class_name(unsigned cls)
+{
+	return cls == CUSTODE_CLASS_FILE ? "file" : cls == CUSTODE_CLASS_PROCESS ? "process" : "egress";
 }
 
 static json_t *class_list(unsigned classes)
 {
 	json_t *a = json_array();
 
-	if (classes & CUSTODE_CLASS_FILE)
-		json_array_append_new(a, json_string("file"));
-	if (classes & CUSTODE_CLASS_PROCESS)
-		json_array_append_new(a, json_string("process"));
-	if (classes & CUSTODE_CLASS_EGRESS)
-		json_array_append_new(a, json_string("egress"));
+	for (unsigned cls = CUSTODE_CLASS_FILE; cls <= CUSTODE_CLASS_EGRESS; cls <<= 1)
+		if (classes & cls)
+			json_array_append_new(a, json_string(class_name(cls)));
 	return a;
+}
+
+/*
+ * `engine load`: every class of ENGINE_LOAD_CLASSES the host loads, each
+ * other one named on stderr with the probe's cause; refused (with the first
+ * cause) when none loads.
+ */
+static int engine_load(struct custode_engine *e, struct custode_refusal *why)
+{
+	struct custode_probe_result pr = {0};
+	unsigned want, skipped;
+	char *names;
+	json_t *list;
+	int err;
+
+	custode_probe_lsm(&pr);
+	custode_probe_cgroup(&pr);
+	want = custode_probe_classes(&pr, ENGINE_LOAD_CLASSES);
+	skipped = ENGINE_LOAD_CLASSES & ~want;
+	for (unsigned cls = CUSTODE_CLASS_FILE; cls <= CUSTODE_CLASS_EGRESS; cls <<= 1) {
+		if (!(skipped & cls))
+			continue;
+		custode_probe_class_refusal(&pr, cls, why);
+		if (!want)
+			return -EOPNOTSUPP; /* why: the first class's cause */
+		fprintf(stderr, "custode: engine: not loaded: %s class: %s: %s\n", class_name(cls),
+			custode_reason_name(why->reason), why->detail);
+	}
+	if ((err = custode_engine_open(e, want, CUSTODE_ENGINE_LOAD, why)))
+		return err;
+	list = class_list(e->meta.classes);
+	names = json_dumps(list, JSON_COMPACT);
+	printf("custode: engine loaded at %s: classes %s\n", CUSTODE_PIN_ROOT, names ? names : "?");
+	free(names);
+	json_decref(list);
+	custode_engine_close(e);
+	return 0;
 }
 
 static int add_map_entries(const struct custode_map_count *m, void *arg)
@@ -73,7 +122,7 @@ int custode_cmd_engine(int argc, char **argv)
 	const char *verb;
 	int c, err;
 
-	optind = 1;
+	custode_getopt_start();
 	while ((c = getopt_long(argc, argv, "jfh", opts, NULL)) != -1) {
 		if (c == 'j')
 			json = true;
@@ -83,28 +132,21 @@ int custode_cmd_engine(int argc, char **argv)
 			engine_usage(stdout);
 			return 0;
 		} else {
-			engine_usage(stderr);
-			return EXIT_USAGE;
+			return custode_usage_bad_option("engine", EXIT_USAGE, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		engine_usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (optind == argc)
+		return custode_usage_error("engine", EXIT_USAGE, "needs an action: status, load or unload");
 	verb = argv[optind];
-	if (strcmp(verb, "status") && strcmp(verb, "load") && strcmp(verb, "unload")) {
-		fprintf(stderr, "custode engine: unknown action '%s'\n", verb);
-		engine_usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (strcmp(verb, "status") && strcmp(verb, "load") && strcmp(verb, "unload"))
+		return custode_usage_error("engine", EXIT_USAGE, "unknown action '%s'", verb);
+	if (optind + 1 < argc)
+		return custode_usage_extra_arg("engine", EXIT_USAGE, argv[optind + 1]);
 	if ((err = custode_host_prepare(&e, &why)))
 		goto fail;
 	if (!strcmp(verb, "load")) {
-		err = custode_engine_open(&e, CUSTODE_CLASS_FILE, CUSTODE_ENGINE_LOAD, &why);
-		if (err)
+		if ((err = engine_load(&e, &why)))
 			goto fail;
-		printf("custode: engine loaded at %s\n", CUSTODE_PIN_ROOT);
-		custode_engine_close(&e);
 		return 0;
 	}
 	err = custode_engine_open(&e, 0, 0, &why);
@@ -160,16 +202,23 @@ fail:
 
 int custode_cmd_profiles(int argc, char **argv)
 {
-	bool json = argc > 1 && !strcmp(argv[1], "--json");
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	bool json = false;
+	int c;
 
-	if (argc > 1 && !json) {
-		if (!strcmp(argv[1], "--help")) {
+	custode_getopt_start();
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == 'j') {
+			json = true;
+		} else if (c == 'h') {
 			printf("usage: custode profiles [--json]\n\nList the built-in profiles.\n");
 			return 0;
+		} else {
+			return custode_usage_bad_option("profiles", EXIT_USAGE, argv);
 		}
-		fprintf(stderr, "usage: custode profiles [--json]\n");
-		return EXIT_USAGE;
 	}
+	if (optind < argc)
+		return custode_usage_extra_arg("profiles", EXIT_USAGE, argv[optind]);
 	for (const struct custode_builtin_profile *p = custode_builtin_profiles; p->name; p++) {
 		struct custode_policy *pol = NULL;
 		struct custode_refusal why;

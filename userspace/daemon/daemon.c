@@ -41,6 +41,7 @@
 #include "util/reasons.h"
 #include "util/sockaddr.h"
 #include "util/time.h"
+#include "util/usage.h"
 
 /* The resolver hooks' ctx: what they log, and the stream its decisions go to. */
 struct logger {
@@ -277,18 +278,6 @@ static int on_signalfd(void *arg, uint32_t revents)
 
 /* ---- start ---- */
 
-/* The --trust keys with the --threshold, into *trust (set even on failure: the caller frees it). */
-static int trust_load(const struct daemon_opts *o, struct custode_trust **trust, struct custode_refusal *why)
-{
-	int err = custode_trust_new(trust);
-
-	for (size_t i = 0; !err && i < o->n_trust; i++)
-		err = custode_trust_add_file(*trust, o->trust_files[i], why) < 0 ? -1 : 0;
-	if (!err)
-		err = custode_trust_set_threshold(*trust, o->threshold, why);
-	return err;
-}
-
 /* The host, the daemon lock, the engine, and the daemon's own trust. */
 static int daemon_open_engine(struct daemon *d, struct custode_refusal *why)
 {
@@ -302,7 +291,7 @@ static int daemon_open_engine(struct daemon *d, struct custode_refusal *why)
 		return err;
 	/* the daemon's own trust, for `attach --policy NAME` and re-verifying attached runs */
 	if (d->o.n_trust) {
-		if (trust_load(&d->o, &d->src_trust, why))
+		if (custode_daemon_trust_load(&d->o, &d->src_trust, why))
 			return -EINVAL;
 		d->o.svc.src.trust = d->src_trust;
 		d->o.svc.src.bundles_dir = d->o.bundles_dir;
@@ -360,7 +349,7 @@ static int daemon_open_bundles(struct daemon *d, struct custode_refusal *why)
 	struct custode_trust *trust = NULL;
 	int err;
 
-	err = trust_load(&d->o, &trust, why);
+	err = custode_daemon_trust_load(&d->o, &trust, why);
 	if (!err)
 		err = custode_bundle_watch_open(d->o.bundles_dir, d->o.bundle_state, trust, &d->watch, why);
 	else
@@ -475,11 +464,19 @@ int custode_cmd_daemon(int argc, char **argv)
 {
 	struct daemon d = {.lock = -1, .sfd = -1, .rt = {.done_fd = -1}};
 	struct custode_refusal why = {0};
-	int code;
+	int code, err;
 
-	if (custode_daemon_parse_options(argc, argv, &d.o, &code) ||
-	    (code = custode_daemon_check_options(argc, argv, &d.o)))
-		return code;
+	/* every flag before anything is opened: a typo must not cost a restart loop (exit 2 stops the unit) */
+	if ((err = custode_daemon_options(argc, argv, &d.o, &why)) > 0) {
+		custode_daemon_usage(stdout);
+		return 0;
+	}
+	if (err)
+		return custode_usage_refused("daemon", EXIT_USAGE, &why);
+	if (custode_daemon_default_upstreams(&d.o, "/etc/resolv.conf", &why)) {
+		fprintf(stderr, "custode: daemon: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
+		return EXIT_REFUSED;
+	}
 	d.lg.verbose = d.o.verbose;
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	d.o.svc.started = (int64_t)time(NULL);

@@ -24,4 +24,13 @@ int engine_meta_write(int fd, const struct custode_meta *m);
 /* Unpin everything: links first, and wait until their programs are gone; then meta and the maps. */
 int engine_unpin_all(void);
 
+/*
+ * Remove what a failed first load left under CUSTODE_PIN_ROOT, whose meta
+ * was never written (nothing there is in use: the engine lock is held and
+ * no class was recorded): any pins, then the directories.
+ */
+void engine_clear_unrecorded(void);
+/* rmdir root/links, root/maps and root, each only if it is empty. */
+void engine_rmdir_empty_pins(const char *root);
+
 #endif

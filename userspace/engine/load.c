@@ -193,15 +193,13 @@ static int load_refusal(int err, const struct engine_class *k, struct custode_re
 {
 	struct custode_probe_result pr = {0};
 
-	if (k->lsm) {
+	if (k->lsm)
 		custode_probe_lsm(&pr);
-		if (!pr.lsm_loads)
-			return custode_refuse(why, -err, CUSTODE_REASON_KERNEL_LSM_UNAVAILABLE, "%s", pr.lsm_cause);
-	} else {
+	else
 		custode_probe_cgroup(&pr);
-		if (!pr.cgroup_loads)
-			return custode_refuse(why, -err, CUSTODE_REASON_KERNEL_CGROUP_BPF_UNAVAILABLE, "%s",
-					      pr.cgroup_cause);
+	if (!custode_probe_classes(&pr, k->cls)) {
+		custode_probe_class_refusal(&pr, k->cls, why);
+		return err;
 	}
 	return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "load %s: %s; libbpf said: %s", k->what,
 			      strerror(-err), custode_libbpf_log());
@@ -335,8 +333,11 @@ int engine_load_missing(struct custode_engine *e, unsigned missing, struct custo
 		if (!(missing & k->cls))
 			continue;
 		custode_libbpf_log_reset();
-		if ((err = load_class(e, k, why)) || (err = record_class(e, k->cls, why)))
+		if ((err = load_class(e, k, why)) || (err = record_class(e, k->cls, why))) {
+			if (e->meta_fd < 0)
+				engine_clear_unrecorded(); /* a fresh engine whose first class failed: leave no trace */
 			return err;
+		}
 	}
 	return 0;
 }

@@ -127,3 +127,21 @@ int engine_unpin_all(void)
 		err = r;
 	return err;
 }
+
+void engine_rmdir_empty_pins(const char *root)
+{
+	static const char *const subdirs[] = {"links", "maps"};
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, subdirs[i]);
+		rmdir(path); /* ENOTEMPTY, ENOENT: kept, or not there */
+	}
+	rmdir(root);
+}
+
+void engine_clear_unrecorded(void)
+{
+	engine_unpin_all(); /* on failure, what stays is cleared by the next load's start_fresh */
+	engine_rmdir_empty_pins(CUSTODE_PIN_ROOT);
+}

@@ -11,9 +11,11 @@
 #include <linux/magic.h>
 #include <bpf/libbpf.h>
 
+#include "custode/abi.h"
 #include "engine/probe.h"
 #include "state/state.h"
 #include "util/fsutil.h"
+#include "util/reasons.h"
 
 #include "probe.skel.h"
 
@@ -270,4 +272,25 @@ void custode_probe_cgroup(struct custode_probe_result *r)
 	    !r->cgroup_loads)
 		snprintf(r->cgroup_cause, sizeof(r->cgroup_cause), "loading a cgroup/connect4 program failed: %s",
 			 strerror(r->cgroup_errno));
+}
+
+unsigned custode_probe_classes(const struct custode_probe_result *r, unsigned want)
+{
+	unsigned loads = 0;
+
+	if (r->lsm_loads)
+		loads |= CUSTODE_CLASS_FILE | CUSTODE_CLASS_PROCESS;
+	if (r->cgroup_loads)
+		loads |= CUSTODE_CLASS_EGRESS;
+	return want & loads;
+}
+
+void custode_probe_class_refusal(const struct custode_probe_result *r, unsigned cls, struct custode_refusal *why)
+{
+	if (cls & (CUSTODE_CLASS_FILE | CUSTODE_CLASS_PROCESS))
+		custode_refuse(why, 0, CUSTODE_REASON_KERNEL_LSM_UNAVAILABLE, "%s",
+			       r->lsm_probed ? r->lsm_cause : "BPF-LSM was not probed");
+	else
+		custode_refuse(why, 0, CUSTODE_REASON_KERNEL_CGROUP_BPF_UNAVAILABLE, "%s",
+			       r->cgroup_probed ? r->cgroup_cause : "cgroup BPF was not probed");
 }

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct custode_refusal;
+
 struct custode_probe_result {
 	bool lsm_list_known;
 	char lsm_list[256];      /* /sys/kernel/security/lsm */
@@ -46,6 +48,19 @@ void custode_probe_lsm(struct custode_probe_result *r);
 void custode_probe_lsm_cached(struct custode_probe_result *r);
 /* Try to load a minimal cgroup/connect4 program. */
 void custode_probe_cgroup(struct custode_probe_result *r);
+
+/*
+ * The classes of want (CUSTODE_CLASS_*) the probes in *r say this kernel
+ * loads: file and process where an LSM program loads (custode_probe_lsm),
+ * egress where a cgroup program does (custode_probe_cgroup); a kind not
+ * probed counts as not loading.
+ */
+unsigned custode_probe_classes(const struct custode_probe_result *r, unsigned want);
+/*
+ * Why class cls does not load here, from *r: kernel.lsm_unavailable or
+ * kernel.cgroup_bpf_unavailable, with the probe's cause.
+ */
+void custode_probe_class_refusal(const struct custode_probe_result *r, unsigned cls, struct custode_refusal *why);
 
 /* The last lines libbpf logged (verifier output on a load failure). */
 const char *custode_libbpf_log(void);

@@ -11,7 +11,9 @@
 
 #include "run/args.h"
 #include "bundle/bundle.h" /* CUSTODE_BUNDLE_STATE_DIR */
+#include "util/exit.h"
 #include "util/reasons.h"
+#include "util/usage.h"
 
 
 static void usage(FILE *f)
@@ -74,7 +76,7 @@ int custode_run_args_parse(int argc, char **argv, struct run_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->profile = "read";
 	o->timeout_sec = 0;
-	optind = 1;
+	custode_getopt_start();
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -134,7 +136,7 @@ int custode_run_args_parse(int argc, char **argv, struct run_opts *o)
 			o->receipt = optarg;
 			break;
 		default:
-			usage(stderr);
+			custode_usage_bad_option("run", EXIT_REFUSED, argv);
 			return -1;
 		}
 	}

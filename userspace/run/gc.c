@@ -14,6 +14,7 @@
 #include "util/exit.h"
 #include "run/run.h"
 #include "util/reasons.h"
+#include "util/usage.h"
 
 static void usage(FILE *f)
 {
@@ -27,8 +28,10 @@ static void usage(FILE *f)
 		   "  --json   one JSON object per reaped run on stdout\n"
 		   "  --help   this text\n"
 		   "\n"
-		   "Exit: 0 done (even if nothing was orphaned), 1 some run could not be reaped,\n"
-		   "125 custode cannot operate (not root, no engine).\n");
+		   "Exit: 0 done (nothing to reap, or no engine loaded), 1 some run could not be\n"
+		   "reaped, 2 usage, 125 custode cannot operate (not root, the pinned engine\n"
+		   "can't be read). With no engine nothing is registered, so a cron job running\n"
+		   "gc on a host where no run has started yet succeeds.\n");
 }
 
 static void report(bool json, const char *hex, const char *what, int err)
@@ -173,7 +176,7 @@ int custode_cmd_gc(int argc, char **argv)
 	bool json = false;
 	int c, failed;
 
-	optind = 1;
+	custode_getopt_start();
 	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
 		if (c == 'j')
 			json = true;
@@ -181,14 +184,11 @@ int custode_cmd_gc(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else {
-			usage(stderr);
-			return EXIT_USAGE;
+			return custode_usage_bad_option("gc", EXIT_USAGE, argv);
 		}
 	}
-	if (optind < argc) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return custode_usage_extra_arg("gc", EXIT_USAGE, argv[optind]);
 	if (custode_host_prepare(&e, &why) || custode_engine_open(&e, 0, 0, &why)) {
 		if (why.reason == CUSTODE_REASON_ENGINE_MISSING)
 			return 0; /* no engine, nothing registered, nothing to reap */
