@@ -196,5 +196,55 @@ expect 0 -- bundle inspect tampered.dsse.json
 expect 1 bundle.malformed -- bundle inspect garbage.dsse.json
 expect 2 -- bundle inspect
 
+# ---- issue 16: custode never produces (or verifies) a bundle it would refuse to run ----
+# raw_bundle DOC OUT: DOC's bytes as the payload, signed with ed by openssl, not by custode
+raw_bundle() {
+	type=application/vnd.custode.policy+json
+	{ printf 'DSSEv1 %d %s %d ' ${#type} "$type" "$(wc -c <"$1")"; cat "$1"; } >pae.bin
+	openssl pkeyutl -sign -inkey ed -rawin -in pae.bin -out sig.bin
+	printf '{"payload":"%s","payloadType":"%s","signatures":[{"sig":"%s"}]}' \
+		"$(base64 -w0 <"$1")" "$type" "$(base64 -w0 <sig.bin)" >"$2"
+}
+# path_doc PATH: a windowed document with one rule for PATH, its contentDigest right
+path_doc() {
+	content=$(printf '{"filesystem":[{"allow":["read"],"path":"%s"}]}' "$1")
+	digest=$(printf '%s' "$content" | sha256sum | cut -d' ' -f1)
+	printf '{"content":%s,"contentDigest":"sha256:%s","name":"cli/paths","notAfter":"2999-01-01T00:00:00Z","notBefore":"2020-01-01T00:00:00Z","schema":"custode.policy/v1","version":1}' \
+		"$content" "$digest"
+}
+path_doc /etc >path-ok.json
+raw_bundle path-ok.json path-ok.dsse.json
+expect 0 -- bundle verify --trust ed.pub --no-state path-ok.dsse.json   # the control: such a bundle verifies
+i=0
+for bad in etc '${workspace}/../etc' '${home}/x' '/a/${tmp}'; do
+	i=$((i + 1))
+	path_doc "$bad" >path-bad$i.json
+	expect 1 policy.invalid -- bundle sign --key ed --valid-for 1d path-bad$i.json
+	check "sign names the rule ($bad)" grep -q 'content.filesystem\[0\].path' err
+	raw_bundle path-bad$i.json path-bad$i.dsse.json
+	expect 1 bundle.schema -- bundle verify --trust ed.pub --no-state path-bad$i.dsse.json
+	check "verify names the rule ($bad)" grep -q 'content.filesystem\[0\].path' err
+done
+
+# ---- issue 16: a refused `run --bundle` leaves the version floor where it was ----
+# (root, with the engine pinned: a net-only bundle runs natively; its floor is the host's own)
+if [ "$(id -u)" = 0 ] && [ -d /sys/fs/bpf/custode ]; then
+	runfloor="/var/lib/custode/bundles/h16test%run-$$.json"
+	trap 'rm -rf "$work"; rm -f "$runfloor"' EXIT
+	sed "s|\"name\": *\"[^\"]*\"|\"name\":\"h16test/run-$$\"|" "$root/policies/net-only.json" >run-doc.json
+	expect 0 -- bundle sign --key ed --valid-for 1d --version 3 --out run-v3.dsse.json run-doc.json
+	expect 0 -- bundle sign --key ed --valid-for 1d --version 2 --out run-v2.dsse.json run-doc.json
+	expect 125 -- run --bundle run-v3.dsse.json --trust ed.pub --workspace "$work/nonexistent" -- true
+	check "refused run: run.workspace" grep -q "refused: run.workspace" err
+	check "refused run: floor not raised" [ ! -e "$runfloor" ]
+	expect 0 -- run --bundle run-v2.dsse.json --trust ed.pub -- true
+	check "run: floor raised to 2" grep -q '"version":2' "$runfloor"
+	expect 0 -- run --bundle run-v3.dsse.json --trust ed.pub -- true
+	expect 125 -- run --bundle run-v2.dsse.json --trust ed.pub -- true
+	check "run below the floor: bundle.rollback" grep -q "refused: bundle.rollback" err
+else
+	echo "test-bundle-cli: run --bundle floor cases skipped (need root and a pinned engine)"
+fi
+
 echo "test-bundle-cli: $pass passed, $fail failed"
 [ $fail = 0 ]

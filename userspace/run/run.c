@@ -59,6 +59,8 @@ struct launch {
 	struct custode_run_user user;
 	struct custode_resolved_policy from;  /* where the policy came from (from.p is policy) */
 	json_t *bundle_json;
+	struct custode_bundle_info bundle_info; /* --bundle: verified, its floor checked */
+	bool bundle_pending;                  /* --bundle: not accepted yet (the floor not raised) */
 	bool cgroup_made;
 	int lock_fd;
 	struct custode_limits_applied limits; /* cgroup limits written (setup) */
@@ -89,22 +91,27 @@ static int load_policy(const struct run_opts *o, struct launch *l, struct custod
 	if (o->bundle) {
 		struct custode_policy_source src = {0};
 		struct custode_trust *trust = NULL;
-		struct custode_bundle_info info;
 
 		if ((err = custode_trust_new(&trust)))
 			return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "trust: %s", strerror(-err));
 		for (size_t i = 0; i < o->n_trust && !err; i++)
 			err = custode_trust_add_file(trust, o->trust[i], why) < 0 ? -1 : 0;
-		/* verify, then raise the version floor, before the policy takes effect */
+		/*
+		 * verify and compare with the version floor now; the floor is raised
+		 * (accept_bundle) only once nothing else can refuse the run, just
+		 * before its first process: a refused run leaves the floor as it was
+		 */
 		src.trust = trust;
+		src.check_floor_only = true;
 		if (!err)
-			err = custode_source_bundle(o->bundle, NULL, &src, r, &info, why);
+			err = custode_source_bundle(o->bundle, NULL, &src, r, &l->bundle_info, why);
 		custode_trust_free(trust);
 		if (err)
 			return err;
 		/* the receipt names the bundle as it was given */
 		snprintf(r->ref, sizeof(r->ref), "%s", o->bundle);
-		l->bundle_json = bundle_receipt(&info);
+		l->bundle_json = bundle_receipt(&l->bundle_info);
+		l->bundle_pending = true;
 	} else if (o->policy_file) {
 		err = custode_source_file(o->policy_file, r, why);
 	} else {
@@ -422,6 +429,21 @@ static int launch_io(struct launch *l, struct custode_seccomp_opts *sopts, struc
 	return 0;
 }
 
+/*
+ * --bundle: raise the version floor, the last thing that can refuse the run
+ * (bundle.rollback if another acceptor raised it since the check), so a run
+ * refused earlier leaves it where it was (docs/bundles.md).
+ */
+static int accept_bundle(struct launch *l, struct custode_refusal *why)
+{
+	if (!l->bundle_pending)
+		return 0;
+	if (custode_bundle_accept(CUSTODE_BUNDLE_STATE_DIR, &l->bundle_info, NULL, why))
+		return -1;
+	l->bundle_pending = false;
+	return 0;
+}
+
 /* Signals to a signalfd, then the command cloned into the run's cgroup; *exec_errno: why exec failed (0: it ran). */
 static int launch_start(struct launch *l, const struct run_opts *o, struct custode_relay *relay, struct supervision *sv,
 			int *exec_errno, struct custode_refusal *why)
@@ -441,6 +463,8 @@ static int launch_start(struct launch *l, const struct run_opts *o, struct custo
 	cgfd = open(l->st.cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (sv->sfd < 0 || cgfd < 0 || pipe2(errpipe, O_CLOEXEC) < 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "launcher setup: %s", strerror(errno));
+	if (accept_bundle(l, why))
+		return -1;
 	fflush(NULL);
 	clock_gettime(CLOCK_REALTIME, &sv->t_start);
 	sv->child = spawn_into(cgfd, o, l, &old, errpipe);
