@@ -128,11 +128,11 @@ expect 2 -- bundle sign --pub ed.pub --key ed --valid-for 1d doc.json
 
 # ---- verify ----
 state=$work/state
-expect 0 -- bundle verify --trust ed.pub --state-dir "$state" read.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --accept read.dsse.json
 check "verify names the policy" grep -q "bundle verified: builtin/read version 1" out
 check "floor raised" grep -q "floor     raised to 1" out
 check "state dir is private" [ "$(mode_of "$state")" = 700 ]
-expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --json v7.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --accept --json v7.dsse.json
 check "--json output" grep -q '"verified":true,"name":"cli/test","version":7' out
 check "--json names the signer's key file" grep -q '"keyFile":"ed.pub"' out
 check "--json keyid hint" grep -q '"keyidHint":"ops-2026"' out
@@ -142,8 +142,8 @@ check "--no-update leaves the floor" grep -q '"version":7' "$state/cli%test.json
 expect 0 -- bundle verify --trust ed.pub --no-state v5.dsse.json   # no floor consulted
 check "--no-state says so" grep -q "not checked (--no-state)" out
 expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$state" --no-update v5.dsse.json
-expect 0 -- bundle verify --trust ed.pub --state-dir "$state" v8.dsse.json
-expect 0 -- bundle verify --trust ed.pub --state-dir "$state" v8.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --accept v8.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --accept v8.dsse.json
 check "same version again: unchanged" grep -q "unchanged" out
 # same version, other content
 sed 's/"exec"/"write"/' doc.json >doc2.json
@@ -225,6 +225,32 @@ for bad in etc '${workspace}/../etc' '${home}/x' '/a/${tmp}'; do
 	expect 1 bundle.schema -- bundle verify --trust ed.pub --no-state path-bad$i.dsse.json
 	check "verify names the rule ($bad)" grep -q 'content.filesystem\[0\].path' err
 done
+
+# ---- issue 16: verify is read-only; --accept raises the floor ----
+ro=$work/ro-state
+expect 0 -- bundle verify --trust ed.pub --state-dir "$ro" v8.dsse.json
+check "read-only verify says so" grep -q "checked, not raised" out
+expect 0 -- bundle verify --trust ed.pub --state-dir "$ro" v5.dsse.json   # lower, after a higher: still verifies
+expect 0 -- bundle verify --trust ed.pub --state-dir "$ro" --json v5.dsse.json
+check "--json floor checked" grep -q '"floor":"checked"' out
+check "read-only verify creates no state dir" [ ! -e "$ro" ]
+mkdir -m 700 "$ro"
+expect 0 -- bundle verify --trust ed.pub --state-dir "$ro" v8.dsse.json
+check "read-only verify writes nothing" [ -z "$(ls -A "$ro")" ]
+expect 0 -- bundle verify --trust ed.pub --state-dir "$ro" --accept v8.dsse.json
+check "--accept raises the floor" grep -q '"version":8' "$ro/cli%test.json"
+expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$ro" v5.dsse.json
+check "a refusal for the floor names --no-state only when the state is unusable" sh -c '! grep -q -- --no-state err'
+expect 2 -- bundle verify --trust ed.pub --accept --no-state v8.dsse.json
+expect 2 -- bundle verify --trust ed.pub --accept --no-update v8.dsse.json
+expect 0 -- bundle verify --help
+check "verify --help documents --accept" grep -q -- "--accept" out
+chmod 000 "$ro"
+if [ "$(id -u)" != 0 ]; then
+	expect 1 bundle.state -- bundle verify --trust ed.pub --state-dir "$ro" v8.dsse.json
+	check "an unreadable floor gets a hint" grep -q -- "--no-state verifies without it" err
+fi
+chmod 700 "$ro"
 
 # ---- issue 16: a refused `run --bundle` leaves the version floor where it was ----
 # (root, with the engine pinned: a net-only bundle runs natively; its floor is the host's own)
