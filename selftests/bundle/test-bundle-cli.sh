@@ -272,5 +272,42 @@ else
 	echo "test-bundle-cli: run --bundle floor cases skipped (need root and a pinned engine)"
 fi
 
+# ---- issue 16: profiles show ----
+expect 0 -- profiles show read
+check "show prints the profile's document" cmp -s out "$root/policies/read.json"
+expect 0 -- profiles show net-only
+check "show net-only" cmp -s out "$root/policies/net-only.json"
+expect 2 -- profiles show no-such-profile
+check "show names the unknown profile" grep -q "no built-in profile named 'no-such-profile'" err
+expect 2 -- profiles show
+expect 2 -- profiles show read extra
+expect 0 -- profiles --help
+check "profiles --help mentions show" grep -q "profiles show NAME" out
+
+# ---- issue 16: --receipt destinations that can't be written refuse the run before the command ----
+if [ "$(id -u)" = 0 ] && [ -d /sys/fs/bpf/custode ]; then
+	rrun() { expect "$1" ${3:-} -- run --profile net-only --receipt "$2" -- sh -c "echo ran >>'$work/ran'"; }
+	rrun 125 "$work" run.usage
+	check "a directory: refused, named" grep -q -- "--receipt $work: is a directory" err
+	rrun 125 "$work/missing/r.json" run.usage
+	rrun 125 /dev/fd/7 run.usage
+	check "an unopened fd: refused" grep -q "fd 7 is not open" err
+	check "the command never ran" [ ! -e ran ]
+	set +e
+	"$custode" run --profile net-only --receipt /dev/fd/3 -- true 3>fd.json 2>err
+	code=$?
+	"$custode" run --profile net-only --receipt /dev/fd/3 -- true 3<fd.json 2>err-ro
+	code_ro=$?
+	set -e
+	check "an open fd: exit 0 ($code)" [ "$code" = 0 ]
+	check "an open fd gets the receipt" grep -q '"receipt_version": 1' fd.json
+	check "a read-only fd: refused ($code_ro)" [ "$code_ro" = 125 ]
+	rrun 0 "$work/r.json"
+	check "a file gets the receipt" grep -q '"receipt_version": 1' r.json
+	check "the command ran once" [ "$(wc -l <ran)" = 1 ]
+else
+	echo "test-bundle-cli: --receipt run cases skipped (need root and a pinned engine)"
+fi
+
 echo "test-bundle-cli: $pass passed, $fail failed"
 [ $fail = 0 ]

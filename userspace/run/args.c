@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "run/args.h"
+#include "run/receipt.h"
 #include "bundle/bundle.h" /* CUSTODE_BUNDLE_STATE_DIR */
 #include "util/reasons.h"
 
@@ -146,18 +147,12 @@ int custode_run_args_parse(int argc, char **argv, struct run_opts *o)
 		fprintf(stderr, "custode: run: refused: run.usage: --bundle needs --trust KEY (and --trust needs --bundle)\n");
 		return -1;
 	}
-	if (o->receipt && strcmp(o->receipt, "-") != 0) {
-		char dir[PATH_MAX], *slash;
+	if (o->receipt) {
+		struct custode_refusal why;
 
-		snprintf(dir, sizeof(dir), "%s", o->receipt);
-		slash = strrchr(dir, '/');
-		if (slash)
-			*(slash == dir ? slash + 1 : slash) = 0;
-		else
-			snprintf(dir, sizeof(dir), ".");
-		if (access(dir, W_OK) < 0) {
-			fprintf(stderr, "custode: run: refused: run.usage: --receipt %s: directory %s: %s\n", o->receipt,
-				dir, strerror(errno));
+		/* an unusable destination refuses the run before the command starts (docs/receipts.md) */
+		if (custode_receipt_open(o->receipt, &o->receipt_dest, &why) < 0) {
+			fprintf(stderr, "custode: run: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
 			return -1;
 		}
 	}

@@ -611,7 +611,7 @@ static void write_receipt(const struct launch *l, const struct run_opts *o, cons
 		.output_written = relay->written,
 	};
 	json_t *j = custode_receipt_json(&rc);
-	int werr = j ? custode_receipt_write(o->receipt, j) : -ENOMEM;
+	int werr = j ? custode_receipt_write(&o->receipt_dest, j) : -ENOMEM;
 
 	if (werr)
 		fprintf(stderr, "custode: run %s: cannot write the receipt to %s: %s\n", end->hex, o->receipt,
@@ -701,9 +701,11 @@ int custode_cmd_run(int argc, char **argv)
 	code = launch_end(&l, &o, &relay, &sv, sopts.allow_ptrace, exec_errno);
 	close(sv.sfd);
 	launch_free(&l);
+	custode_receipt_close(&o.receipt_dest);
 	return code;
 
 refused:
 	launch_free(&l);
+	custode_receipt_close(&o.receipt_dest);
 	return refuse(&why);
 }
