@@ -19,7 +19,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: custode run [--profile NAME | --bundle FILE --trust KEY... | --policy FILE] [--workspace DIR]\n"
 		   "                   [--allow ADDR:PORT[/udp]]...\n"
-		   "                   [--timeout SEC] [--audit] -- CMD [ARG...]\n"
+		   "                   [--timeout SEC] [--audit] [--require-limits] -- CMD [ARG...]\n"
 		   "\n"
 		   "Run CMD confined: in a new cgroup registered with the engine, under the\n"
 		   "policy of a built-in profile. custode refuses (exit 125) rather than run\n"
@@ -45,6 +45,10 @@ static void usage(FILE *f)
 		   "  --timeout SEC     kill the whole run after SEC seconds (exit 124); with the\n"
 		   "                    policy's limits.wallSeconds, the shorter wins\n"
 		   "  --audit           report decisions without denying (events say enforced=false)\n"
+		   "  --require-limits  refuse (limit.unavailable) rather than run without a cgroup\n"
+		   "                    limit the policy sets (memoryBytes, pids, cpu) that this\n"
+		   "                    host has no controller for; without it such a run goes on,\n"
+		   "                    with a warning on stderr per limit not enforced\n"
 		   "  --help            this text\n"
 		   "\n"
 		   "CMD gets a cleared environment (the policy's env list, or PATH, LANG, LC_*,\n"
@@ -67,7 +71,7 @@ int custode_run_args_parse(int argc, char **argv, struct run_opts *o)
 		{"policy", required_argument, NULL, 'P'}, {"allow", required_argument, NULL, 'A'},
 		{"user", required_argument, NULL, 'U'},
 		{"bundle", required_argument, NULL, 'B'}, {"trust", required_argument, NULL, 'T'},
-		{"receipt", required_argument, NULL, 'R'},
+		{"receipt", required_argument, NULL, 'R'}, {"require-limits", no_argument, NULL, 'L'},
 		{0}};
 	char *end;
 	int c;
@@ -133,6 +137,9 @@ int custode_run_args_parse(int argc, char **argv, struct run_opts *o)
 			break;
 		case 'R':
 			o->receipt = optarg;
+			break;
+		case 'L':
+			o->require_limits = true;
 			break;
 		default:
 			usage(stderr);

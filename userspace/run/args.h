@@ -29,6 +29,7 @@ struct run_opts {
 	struct custode_receipt_dest receipt_dest; /* --receipt, checked and opened by the parse */
 	long timeout_sec;
 	bool audit;
+	bool require_limits; /* refuse (limit.unavailable) rather than run without a cgroup limit the policy sets */
 	char **argv;
 };
 

@@ -179,6 +179,19 @@ static void setup_undo(struct launch *l)
 	custode_dns_names_remove(l->st.run_id);
 }
 
+/* Weakened enforcement is loud: one line per limit the policy asked for and the run goes without. */
+static void warn_unenforced_limits(const struct custode_limits_applied *a)
+{
+	const struct custode_limit_state *each[] = {&a->memory, &a->pids, &a->cpu};
+
+	for (size_t i = 0; i < sizeof(each) / sizeof(each[0]); i++)
+		if (each[i]->why_not)
+			fprintf(stderr,
+				"custode: run: warning: limits.%s NOT enforced: the run's cgroup has no %s controller "
+				"(--require-limits refuses instead)\n",
+				each[i]->name, each[i]->controller);
+}
+
 static int setup(struct launch *l, const struct run_opts *o, struct custode_refusal *why)
 {
 	char ws[PATH_MAX], tmpbase[PATH_MAX], hex[17];
@@ -242,8 +255,9 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	l->cgroup_made = true;
 	if ((err = custode_cgroup_id(l->st.cgroup, &l->st.cgroup_id)))
 		return custode_refuse(why, -err, CUSTODE_REASON_CGROUP_FAILED, "cgroup id: %s", strerror(-err));
-	if ((err = custode_limits_apply(l->st.cgroup, l->policy, &l->limits, why)))
+	if ((err = custode_limits_apply(l->st.cgroup, l->policy, o->require_limits, &l->limits, why)))
 		return err;
+	warn_unenforced_limits(&l->limits);
 	if ((err = custode_program_register(&l->e, &l->prog, l->st.cgroup_id, o->audit ? CUSTODE_RUN_AUDIT : 0, NULL,
 					    why)))
 		return err;
