@@ -305,8 +305,19 @@ if [ "$(id -u)" = 0 ] && [ -d /sys/fs/bpf/custode ]; then
 	rrun 0 "$work/r.json"
 	check "a file gets the receipt" grep -q '"receipt_version": 1' r.json
 	check "the command ran" grep -qx ran out
+	# a limit without its controller: loud, or refused with --require-limits (on hosts whose runs lack one)
+	printf '{"schema":"custode.policy/v1","name":"h16/limits","version":1,"content":{"network":{"egress":[]},"limits":{"memoryBytes":67108864,"pids":64}}}' >limits.json
+	chmod 644 limits.json
+	expect 0 -- run --policy "$work/limits.json" --receipt "$work/limits-receipt.json" -- true
+	if grep -q '"no controller"' limits-receipt.json; then
+		check "each limit not enforced is a warning on stderr" grep -q "warning: limits.* NOT enforced" err
+		expect 125 limit.unavailable -- run --policy "$work/limits.json" --require-limits -- echo ran
+		check "--require-limits: the command never ran" [ ! -s out ]
+	else
+		echo "test-bundle-cli: --require-limits cases skipped (this host's runs have the memory and pids controllers)"
+	fi
 else
-	echo "test-bundle-cli: --receipt run cases skipped (need root and a pinned engine)"
+	echo "test-bundle-cli: --receipt and limits run cases skipped (need root and a pinned engine)"
 fi
 
 echo "test-bundle-cli: $pass passed, $fail failed"
