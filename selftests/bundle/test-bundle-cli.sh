@@ -128,11 +128,11 @@ expect 2 -- bundle sign --pub ed.pub --key ed --valid-for 1d doc.json
 
 # ---- verify ----
 state=$work/state
-expect 0 -- bundle verify --trust ed.pub --state-dir "$state" read.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --accept read.dsse.json
 check "verify names the policy" grep -q "bundle verified: builtin/read version 1" out
 check "floor raised" grep -q "floor     raised to 1" out
 check "state dir is private" [ "$(mode_of "$state")" = 700 ]
-expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --json v7.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --accept --json v7.dsse.json
 check "--json output" grep -q '"verified":true,"name":"cli/test","version":7' out
 check "--json names the signer's key file" grep -q '"keyFile":"ed.pub"' out
 check "--json keyid hint" grep -q '"keyidHint":"ops-2026"' out
@@ -142,8 +142,8 @@ check "--no-update leaves the floor" grep -q '"version":7' "$state/cli%test.json
 expect 0 -- bundle verify --trust ed.pub --no-state v5.dsse.json   # no floor consulted
 check "--no-state says so" grep -q "not checked (--no-state)" out
 expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$state" --no-update v5.dsse.json
-expect 0 -- bundle verify --trust ed.pub --state-dir "$state" v8.dsse.json
-expect 0 -- bundle verify --trust ed.pub --state-dir "$state" v8.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --accept v8.dsse.json
+expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --accept v8.dsse.json
 check "same version again: unchanged" grep -q "unchanged" out
 # same version, other content
 sed 's/"exec"/"write"/' doc.json >doc2.json
@@ -195,6 +195,130 @@ check "inspect --json window" grep -q '"window":"expired"' out
 expect 0 -- bundle inspect tampered.dsse.json
 expect 1 bundle.malformed -- bundle inspect garbage.dsse.json
 expect 2 -- bundle inspect
+
+# ---- issue 16: custode never produces (or verifies) a bundle it would refuse to run ----
+# raw_bundle DOC OUT: DOC's bytes as the payload, signed with ed by openssl, not by custode
+raw_bundle() {
+	type=application/vnd.custode.policy+json
+	{ printf 'DSSEv1 %d %s %d ' ${#type} "$type" "$(wc -c <"$1")"; cat "$1"; } >pae.bin
+	openssl pkeyutl -sign -inkey ed -rawin -in pae.bin -out sig.bin
+	printf '{"payload":"%s","payloadType":"%s","signatures":[{"sig":"%s"}]}' \
+		"$(base64 -w0 <"$1")" "$type" "$(base64 -w0 <sig.bin)" >"$2"
+}
+# path_doc PATH: a windowed document with one rule for PATH, its contentDigest right
+path_doc() {
+	content=$(printf '{"filesystem":[{"allow":["read"],"path":"%s"}]}' "$1")
+	digest=$(printf '%s' "$content" | sha256sum | cut -d' ' -f1)
+	printf '{"content":%s,"contentDigest":"sha256:%s","name":"cli/paths","notAfter":"2999-01-01T00:00:00Z","notBefore":"2020-01-01T00:00:00Z","schema":"custode.policy/v1","version":1}' \
+		"$content" "$digest"
+}
+path_doc /etc >path-ok.json
+raw_bundle path-ok.json path-ok.dsse.json
+expect 0 -- bundle verify --trust ed.pub --no-state path-ok.dsse.json   # the control: such a bundle verifies
+i=0
+for bad in etc '${workspace}/../etc' '${home}/x' '/a/${tmp}'; do
+	i=$((i + 1))
+	path_doc "$bad" >path-bad$i.json
+	expect 1 policy.invalid -- bundle sign --key ed --valid-for 1d path-bad$i.json
+	check "sign names the rule ($bad)" grep -q 'content.filesystem\[0\].path' err
+	raw_bundle path-bad$i.json path-bad$i.dsse.json
+	expect 1 bundle.schema -- bundle verify --trust ed.pub --no-state path-bad$i.dsse.json
+	check "verify names the rule ($bad)" grep -q 'content.filesystem\[0\].path' err
+done
+
+# ---- issue 16: verify is read-only; --accept raises the floor ----
+ro=$work/ro-state
+expect 0 -- bundle verify --trust ed.pub --state-dir "$ro" v8.dsse.json
+check "read-only verify says so" grep -q "checked, not raised" out
+expect 0 -- bundle verify --trust ed.pub --state-dir "$ro" v5.dsse.json   # lower, after a higher: still verifies
+expect 0 -- bundle verify --trust ed.pub --state-dir "$ro" --json v5.dsse.json
+check "--json floor checked" grep -q '"floor":"checked"' out
+check "read-only verify creates no state dir" [ ! -e "$ro" ]
+mkdir -m 700 "$ro"
+expect 0 -- bundle verify --trust ed.pub --state-dir "$ro" v8.dsse.json
+check "read-only verify writes nothing" [ -z "$(ls -A "$ro")" ]
+expect 0 -- bundle verify --trust ed.pub --state-dir "$ro" --accept v8.dsse.json
+check "--accept raises the floor" grep -q '"version":8' "$ro/cli%test.json"
+expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$ro" v5.dsse.json
+check "a refusal for the floor names --no-state only when the state is unusable" sh -c '! grep -q -- --no-state err'
+expect 2 -- bundle verify --trust ed.pub --accept --no-state v8.dsse.json
+expect 2 -- bundle verify --trust ed.pub --accept --no-update v8.dsse.json
+expect 0 -- bundle verify --help
+check "verify --help documents --accept" grep -q -- "--accept" out
+chmod 000 "$ro"
+if [ "$(id -u)" != 0 ]; then
+	expect 1 bundle.state -- bundle verify --trust ed.pub --state-dir "$ro" v8.dsse.json
+	check "an unreadable floor gets a hint" grep -q -- "--no-state verifies without it" err
+fi
+chmod 700 "$ro"
+
+# ---- issue 16: a refused `run --bundle` leaves the version floor where it was ----
+# (root, with the engine pinned: a net-only bundle runs natively; its floor is the host's own)
+if [ "$(id -u)" = 0 ] && [ -d /sys/fs/bpf/custode ]; then
+	runfloor="/var/lib/custode/bundles/h16test%run-$$.json"
+	trap 'rm -rf "$work"; rm -f "$runfloor"' EXIT
+	sed "s|\"name\": *\"[^\"]*\"|\"name\":\"h16test/run-$$\"|" "$root/policies/net-only.json" >run-doc.json
+	expect 0 -- bundle sign --key ed --valid-for 1d --version 3 --out run-v3.dsse.json run-doc.json
+	expect 0 -- bundle sign --key ed --valid-for 1d --version 2 --out run-v2.dsse.json run-doc.json
+	expect 125 -- run --bundle run-v3.dsse.json --trust ed.pub --workspace "$work/nonexistent" -- true
+	check "refused run: run.workspace" grep -q "refused: run.workspace" err
+	check "refused run: floor not raised" [ ! -e "$runfloor" ]
+	expect 0 -- run --bundle run-v2.dsse.json --trust ed.pub -- true
+	check "run: floor raised to 2" grep -q '"version":2' "$runfloor"
+	expect 0 -- run --bundle run-v3.dsse.json --trust ed.pub -- true
+	expect 125 -- run --bundle run-v2.dsse.json --trust ed.pub -- true
+	check "run below the floor: bundle.rollback" grep -q "refused: bundle.rollback" err
+else
+	echo "test-bundle-cli: run --bundle floor cases skipped (need root and a pinned engine)"
+fi
+
+# ---- issue 16: profiles show ----
+expect 0 -- profiles show read
+check "show prints the profile's document" cmp -s out "$root/policies/read.json"
+expect 0 -- profiles show net-only
+check "show net-only" cmp -s out "$root/policies/net-only.json"
+expect 2 -- profiles show no-such-profile
+check "show names the unknown profile" grep -q "no built-in profile named 'no-such-profile'" err
+expect 2 -- profiles show
+expect 2 -- profiles show read extra
+expect 0 -- profiles --help
+check "profiles --help mentions show" grep -q "profiles show NAME" out
+
+# ---- issue 16: --receipt destinations that can't be written refuse the run before the command ----
+if [ "$(id -u)" = 0 ] && [ -d /sys/fs/bpf/custode ]; then
+	rrun() { expect "$1" ${3:-} -- run --profile net-only --receipt "$2" -- echo ran; }
+	rrun 125 "$work" run.usage
+	check "a directory: refused, named" grep -q -- "--receipt $work: is a directory" err
+	rrun 125 "$work/missing/r.json" run.usage
+	rrun 125 /dev/fd/7 run.usage
+	check "an unopened fd: refused" grep -q "fd 7 is not open" err
+	check "the command never ran" [ ! -s out ]
+	set +e
+	"$custode" run --profile net-only --receipt /dev/fd/3 -- true 3>fd.json 2>err
+	code=$?
+	"$custode" run --profile net-only --receipt /dev/fd/3 -- true 3<fd.json 2>err-ro
+	code_ro=$?
+	set -e
+	check "an open fd: exit 0 ($code)" [ "$code" = 0 ]
+	check "an open fd gets the receipt" grep -q '"receipt_version": 1' fd.json
+	check "a read-only fd: refused ($code_ro)" [ "$code_ro" = 125 ]
+	rrun 0 "$work/r.json"
+	check "a file gets the receipt" grep -q '"receipt_version": 1' r.json
+	check "the command ran" grep -qx ran out
+	# a limit without its controller: loud, or refused with --require-limits (on hosts whose runs lack one)
+	printf '{"schema":"custode.policy/v1","name":"h16/limits","version":1,"content":{"network":{"egress":[]},"limits":{"memoryBytes":67108864,"pids":64}}}' >limits.json
+	chmod 644 limits.json
+	expect 0 -- run --policy "$work/limits.json" --receipt "$work/limits-receipt.json" -- true
+	if grep -q '"no controller"' limits-receipt.json; then
+		check "each limit not enforced is a warning on stderr" grep -q "warning: limits.* NOT enforced" err
+		expect 125 limit.unavailable -- run --policy "$work/limits.json" --require-limits -- echo ran
+		check "--require-limits: the command never ran" [ ! -s out ]
+	else
+		echo "test-bundle-cli: --require-limits cases skipped (this host's runs have the memory and pids controllers)"
+	fi
+else
+	echo "test-bundle-cli: --receipt and limits run cases skipped (need root and a pinned engine)"
+fi
 
 echo "test-bundle-cli: $pass passed, $fail failed"
 [ $fail = 0 ]

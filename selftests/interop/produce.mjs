@@ -151,7 +151,7 @@ emit('bundle.signature', 'same-key-twice.dsse.json', envelope(TYPE, good, [ed, e
 emit('bundle.type', 'nonascii-type.dsse.json', envelope('application/vnd.custode.policy+json; charset=\u00fc', good, [ed]));
 
 // ---- the version floor, in order, in one state directory ----
-const state = '--trust ed.pub --state-dir state';
+const state = '--trust ed.pub --state-dir state --accept';
 emit('ok', 'v5.dsse.json', envelope(TYPE, policy('interop/floor', 5, content), [ed]), state);
 emit('ok', 'v5-again.dsse.json', envelope(TYPE, policy('interop/floor', 5, content), [ed]), state);
 emit('bundle.rollback', 'v4.dsse.json', envelope(TYPE, policy('interop/floor', 4, content), [ed]), state);

@@ -135,7 +135,7 @@ Test(limits, apply_writes_and_reports)
 	char *dir = fake_cgroup("cpu io pids\n"), *v;
 
 	cr_assert_eq(parse("{\"memoryBytes\":67108864,\"pids\":64,\"cpu\":0.25}", &p, &why), 0);
-	cr_assert_eq(custode_limits_apply(dir, p, &a, &why), 0, "%s", why.detail);
+	cr_assert_eq(custode_limits_apply(dir, p, false, &a, &why), 0, "%s", why.detail);
 	cr_expect(a.pids.enforced && a.cpu.enforced);
 	cr_expect_not(a.memory.enforced, "no memory controller");
 	cr_expect_str_eq(a.memory.why_not, "no controller");
@@ -159,7 +159,7 @@ Test(limits, required_without_controller_is_refused)
 	char *dir = fake_cgroup("cpu pids\n");
 
 	cr_assert_eq(parse("{\"memoryBytes\":67108864,\"required\":[\"memoryBytes\"]}", &p, &why), 0);
-	cr_expect_neq(custode_limits_apply(dir, p, &a, &why), 0);
+	cr_expect_neq(custode_limits_apply(dir, p, false, &a, &why), 0);
 	cr_expect_eq(why.reason, CUSTODE_REASON_LIMIT_UNAVAILABLE);
 	cr_expect(strstr(why.detail, "memoryBytes") != NULL, "%s", why.detail);
 	custode_policy_free(p);
@@ -175,7 +175,7 @@ Test(limits, no_limits_section_sets_nothing)
 
 	cr_assert_eq(custode_policy_parse(doc, strlen(doc), &p, &why), 0);
 	cr_expect_not(custode_limit_is_set(p, p->limits.memory_bytes));
-	cr_expect_eq(custode_limits_apply("/nonexistent", p, &a, &why), 0, "nothing to write, nothing read");
+	cr_expect_eq(custode_limits_apply("/nonexistent", p, false, &a, &why), 0, "nothing to write, nothing read");
 	cr_expect_not(a.memory.requested || a.pids.requested || a.cpu.requested);
 	custode_policy_free(p);
 }

@@ -35,18 +35,21 @@ static const char keygen_help[] =
 
 static const char verify_help[] =
 	"usage: custode bundle verify --trust PUB [--trust PUB...] [--threshold N]\n"
-	"                             [--skew SECONDS] [--state-dir DIR | --no-update | --no-state]\n"
+	"                             [--skew SECONDS] [--state-dir DIR] [--accept | --no-state]\n"
 	"                             [--json] BUNDLE\n"
 	"\n"
 	"Verify a bundle completely: envelope, signatures by at least N distinct trusted\n"
 	"keys (default 1), payload type, policy schema, contentDigest, the validity\n"
 	"window (clock skew default 60 s, at most 300), and the version floor.\n"
 	"\n"
-	"By default the floor is also RAISED: the highest accepted version of each policy\n"
-	"name is recorded in " CUSTODE_BUNDLE_STATE_DIR " (or --state-dir), and\n"
-	"a later bundle of a lower version, or of the same version with other content,\n"
-	"is refused (bundle.rollback). --no-update checks the floor without raising it;\n"
-	"--no-state neither reads nor writes it (checks everything else).\n"
+	"The floor is the highest accepted version of each policy name, recorded in\n"
+	CUSTODE_BUNDLE_STATE_DIR " (or --state-dir DIR). By default verify only\n"
+	"READS it: a bundle of a lower version, or of the same version with other\n"
+	"content, is refused (bundle.rollback), and nothing is written.\n"
+	"  --accept     also accept the bundle: raise the floor to its version (needs\n"
+	"               write access to the state directory, normally root's)\n"
+	"  --no-state   neither read nor write the floor (checks everything else)\n"
+	"  --no-update  the default (read-only); kept for scripts\n"
 	"\n"
 	"Exit: 0 verified; 1 refused (the reason code is printed); 2 usage.\n";
 
@@ -184,7 +187,7 @@ struct verify_opts {
 	size_t n_trust;
 	unsigned threshold, skew;
 	const char *state_dir, *bundle;
-	bool json, no_state, no_update;
+	bool json, no_state, accept;
 };
 
 /* verify's command line into o: -1 to go on, else the exit code (0 after --help). */
@@ -195,8 +198,8 @@ static int verify_args(int argc, char **argv, struct verify_opts *o)
 		{"skew", required_argument, NULL, 's'},      {"state-dir", required_argument, NULL, 'd'},
 		{"no-state", no_argument, NULL, 'N'},        {"no-update", no_argument, NULL, 'U'},
 		{"json", no_argument, NULL, 'j'},            {"help", no_argument, NULL, 'h'},
-		{0}};
-	bool dir_given = false;
+		{"accept", no_argument, NULL, 'a'},          {0}};
+	bool dir_given = false, no_update = false;
 	unsigned long long u;
 	int c;
 
@@ -230,7 +233,10 @@ static int verify_args(int argc, char **argv, struct verify_opts *o)
 			o->no_state = true;
 			break;
 		case 'U':
-			o->no_update = true;
+			no_update = true;
+			break;
+		case 'a':
+			o->accept = true;
 			break;
 		case 'j':
 			o->json = true;
@@ -246,8 +252,10 @@ static int verify_args(int argc, char **argv, struct verify_opts *o)
 		return custode_bundle_usage_error(verify_help, "one BUNDLE is required");
 	if (!o->n_trust)
 		return custode_bundle_usage_error(verify_help, "--trust PUB is required: custode trusts keys, not bundles");
-	if (o->no_state && (o->no_update || dir_given))
-		return custode_bundle_usage_error(verify_help, "--no-state excludes --no-update and --state-dir");
+	if (o->no_state && (no_update || dir_given || o->accept))
+		return custode_bundle_usage_error(verify_help, "--no-state excludes --accept, --no-update and --state-dir");
+	if (o->accept && no_update)
+		return custode_bundle_usage_error(verify_help, "--accept and --no-update exclude each other");
 	if (!o->state_dir[0])
 		return custode_bundle_usage_error(verify_help, "--state-dir: empty");
 	o->bundle = argv[optind];
@@ -293,12 +301,12 @@ static void verify_print(const struct verify_opts *o, const struct custode_bundl
 		printf("  floor     unchanged: version %llu already accepted (%s)\n", (unsigned long long)info->version,
 		       o->state_dir);
 	else if (!strcmp(floor, "checked"))
-		printf("  floor     checked, not raised (--no-update, %s)\n", o->state_dir);
+		printf("  floor     checked, not raised (%s; --accept raises it)\n", o->state_dir);
 	else
 		printf("  floor     not checked (--no-state)\n");
 }
 
-/* The version floor as asked: checked, raised, or neither. *floor says which; 0 or -1 (why). */
+/* The version floor as asked: checked (the default), raised (--accept), or neither (--no-state). *floor says which; 0 or -1 (why). */
 static int verify_floor(const struct verify_opts *o, const struct custode_bundle_info *info, const char **floor,
 			struct custode_refusal *why)
 {
@@ -307,7 +315,7 @@ static int verify_floor(const struct verify_opts *o, const struct custode_bundle
 	*floor = "skipped";
 	if (o->no_state)
 		return 0;
-	if (o->no_update) {
+	if (!o->accept) {
 		if (custode_bundle_floor_check(o->state_dir, info, why))
 			return -1;
 		*floor = "checked";
@@ -362,6 +370,10 @@ fail:
 		}
 	}
 	custode_bundle_refused("verify", &why);
+	if (why.reason == CUSTODE_REASON_BUNDLE_STATE)
+		fprintf(stderr, "custode: bundle verify: the floor in %s is needed%s; --no-state verifies without it, "
+				"--state-dir DIR uses another\n",
+			o.state_dir, o.accept ? " to accept (normally root's)" : " to compare the version");
 out:
 	custode_policy_free(policy);
 	custode_trust_free(trust);

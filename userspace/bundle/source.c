@@ -137,6 +137,22 @@ int custode_source_find_named(const char *dir, const char *name, __u64 want_vers
 	return 0;
 }
 
+/* A bundle file verified and compared with its floor, which stays as it is. */
+static int bundle_checked(const char *path, const struct custode_policy_source *src, struct custode_policy **out,
+			  struct custode_bundle_info *info, struct custode_refusal *why)
+{
+	struct custode_policy *p = NULL;
+	int err;
+
+	if ((err = custode_bundle_verify_file(path, src->trust, (int64_t)time(NULL), &p, info, why)) ||
+	    (err = custode_bundle_floor_check(src->state_dir ? src->state_dir : CUSTODE_BUNDLE_STATE_DIR, info, why))) {
+		custode_policy_free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
 int custode_source_bundle(const char *path, const char *name, const struct custode_policy_source *src,
 			  struct custode_resolved_policy *r, struct custode_bundle_info *info_out,
 			  struct custode_refusal *why)
@@ -160,7 +176,9 @@ int custode_source_bundle(const char *path, const char *name, const struct custo
 			return err;
 		}
 	} else {
-		if ((err = custode_bundle_load(path, src->trust, (int64_t)time(NULL), src->state_dir, &r->p, &info, why)))
+		if ((err = src->check_floor_only ? bundle_checked(path, src, &r->p, &info, why)
+						 : custode_bundle_load(path, src->trust, (int64_t)time(NULL), src->state_dir,
+								       &r->p, &info, why)))
 			return err;
 		if (!realpath(path, r->ref))
 			snprintf(r->ref, sizeof(r->ref), "%s", path);

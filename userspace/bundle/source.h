@@ -10,6 +10,7 @@
 #define CUSTODE_BUNDLE_SOURCE_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
@@ -23,6 +24,8 @@ struct custode_policy_source {
 	const char *bundles_dir;      /* NULL: no named policies */
 	const struct custode_trust *trust; /* NULL: bundles can't be verified (refused) */
 	const char *state_dir;        /* version floors; NULL: CUSTODE_BUNDLE_STATE_DIR */
+	bool check_floor_only;        /* a bundle file: compare with the floor, read-only; the caller
+					 accepts (custode_bundle_accept) once nothing can refuse its use */
 };
 
 /* A policy and where it came from. */
@@ -59,7 +62,8 @@ int custode_source_find_named(const char *dir, const char *name, __u64 want_vers
 
 /*
  * A named policy (name non-NULL: found in src->bundles_dir, then accepted:
- * the floor raised) or a bundle file (path: verified and accepted). info
+ * the floor raised) or a bundle file (path: verified and accepted, or only
+ * checked against the floor with src->check_floor_only). info
  * (may be NULL) receives the bundle's info: its signers, for a receipt.
  */
 int custode_source_bundle(const char *path, const char *name, const struct custode_policy_source *src,

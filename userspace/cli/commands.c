@@ -200,18 +200,41 @@ fail:
 	return why.reason == CUSTODE_REASON_PRIVILEGE_REQUIRED ? EXIT_REFUSED : EXIT_FAILURE;
 }
 
+#define PROFILES_USAGE "usage: custode profiles [--json]\n       custode profiles show NAME\n"
+
+/* `custode profiles show NAME`: the built-in's policy document, as compiled in (a start for your own). */
+static int profiles_show(int argc, char **argv)
+{
+	const struct custode_builtin_profile *bp;
+
+	if (argc != 3) {
+		fprintf(stderr, "custode: profiles show: one NAME is required\n" PROFILES_USAGE);
+		return EXIT_USAGE;
+	}
+	bp = custode_profile_find(argv[2]);
+	if (!bp) {
+		fprintf(stderr, "custode: profiles show: no built-in profile named '%s' (`custode profiles` lists them)\n",
+			argv[2]);
+		return EXIT_USAGE;
+	}
+	return fwrite(bp->text, 1, bp->len, stdout) == bp->len && fflush(stdout) == 0 ? 0 : EXIT_FAILURE;
+}
+
 int custode_cmd_profiles(int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
 	bool json = false;
 	int c;
 
+	if (argc > 1 && !strcmp(argv[1], "show"))
+		return profiles_show(argc, argv);
 	custode_getopt_start();
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == 'j') {
 			json = true;
 		} else if (c == 'h') {
-			printf("usage: custode profiles [--json]\n\nList the built-in profiles.\n");
+			printf(PROFILES_USAGE "\nList the built-in profiles; `show NAME` prints one's policy document\n"
+			       "(docs/policy.md), to start a policy of your own from.\n");
 			return 0;
 		} else {
 			return custode_usage_bad_option("profiles", EXIT_USAGE, argv);

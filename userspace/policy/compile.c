@@ -44,35 +44,18 @@ int custode_path_normalize(char *path)
 int custode_path_bind(const char *in, const struct custode_bindings *b, char *out, size_t outlen,
 		      struct custode_refusal *why)
 {
-	static const struct {
-		const char *var;
-		size_t off;
-	} vars[] = {
-		{"${workspace}", offsetof(struct custode_bindings, workspace)},
-		{"${tmp}", offsetof(struct custode_bindings, tmp)},
-	};
-	const char *rest = in, *value = NULL;
-	int n;
+	enum custode_path_var var;
+	const char *rest, *value = NULL;
+	int n, err;
 
-	if (in[0] == '$') {
-		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-			size_t vl = strlen(vars[i].var);
-			if (strncmp(in, vars[i].var, vl) == 0 && (in[vl] == 0 || in[vl] == '/')) {
-				value = *(const char *const *)((const char *)b + vars[i].off);
-				if (!value)
-					return custode_refuse(why, EINVAL, CUSTODE_REASON_POLICY_INVALID,
-							      "%s: %s is not bound for this run", in, vars[i].var);
-				rest = in + vl;
-				break;
-			}
-		}
+	if ((err = custode_rule_path_check(in, in, &var, &rest, why)))
+		return err;
+	if (var != CUSTODE_PATH_VAR_NONE) {
+		value = var == CUSTODE_PATH_VAR_WORKSPACE ? b->workspace : b->tmp;
 		if (!value)
-			return custode_refuse(why, EINVAL, CUSTODE_REASON_POLICY_INVALID,
-					      "%s: unknown variable (known: ${workspace}, ${tmp})", in);
+			return custode_refuse(why, EINVAL, CUSTODE_REASON_POLICY_INVALID, "%s: %.*s is not bound for this run",
+					      in, (int)(rest - in), in);
 	}
-	if (strstr(rest, "${"))
-		return custode_refuse(why, EINVAL, CUSTODE_REASON_POLICY_INVALID,
-				      "%s: variables are allowed only at the start of a path", in);
 	n = snprintf(out, outlen, "%s%s", value ? value : "", rest);
 	if (n < 0 || (size_t)n >= outlen)
 		return custode_refuse(why, ENAMETOOLONG, CUSTODE_REASON_POLICY_PATH_TOO_LONG, "%s: too long", in);
@@ -272,8 +255,11 @@ int custode_policy_compile_fs(const struct custode_policy *p, const struct custo
 	if (!rules)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n_fs; i++) {
-		err = custode_path_bind(p->fs[i].path, b, buf, sizeof(buf), why);
-		if (err)
+		char where[64];
+
+		snprintf(where, sizeof(where), "content.filesystem[%zu].path", i);
+		if ((err = custode_rule_path_check(where, p->fs[i].path, NULL, NULL, why)) ||
+		    (err = custode_path_bind(p->fs[i].path, b, buf, sizeof(buf), why)))
 			goto fail;
 		if (custode_path_normalize(buf) < 0) {
 			err = custode_refuse(why, EINVAL, CUSTODE_REASON_POLICY_INVALID,

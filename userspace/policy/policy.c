@@ -105,6 +105,48 @@ const char *custode_access_format(uint32_t mask, char *buf, size_t len)
 	return buf;
 }
 
+/* Is there a ".." component in path? */
+static bool has_dotdot(const char *path)
+{
+	for (const char *c = path; (c = strstr(c, "..")); c += 2)
+		if ((c == path || c[-1] == '/') && (c[2] == 0 || c[2] == '/'))
+			return true;
+	return false;
+}
+
+int custode_rule_path_check(const char *where, const char *path, enum custode_path_var *var, const char **rest,
+			    struct custode_refusal *why)
+{
+	static const char *const vars[] = {[CUSTODE_PATH_VAR_WORKSPACE] = "${workspace}", [CUSTODE_PATH_VAR_TMP] = "${tmp}"};
+	enum custode_path_var v = CUSTODE_PATH_VAR_NONE;
+	const char *r = path;
+
+	if (path[0] == '$') {
+		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+			size_t n = strlen(vars[i]);
+
+			if (!strncmp(path, vars[i], n) && (path[n] == 0 || path[n] == '/')) {
+				v = (enum custode_path_var)i;
+				r = path + n;
+			}
+		}
+		if (v == CUSTODE_PATH_VAR_NONE)
+			return BAD(why, "%s: \"%s\": unknown variable (known: ${workspace}, ${tmp}, each followed by '/' or nothing)",
+				   where, path);
+	} else if (path[0] != '/') {
+		return BAD(why, "%s: \"%s\" must be absolute or start with ${workspace} or ${tmp}", where, path);
+	}
+	if (strstr(r, "${"))
+		return BAD(why, "%s: \"%s\": variables are allowed only at the start of a path", where, path);
+	if (has_dotdot(r))
+		return BAD(why, "%s: \"%s\" must have no \"..\" component (a rule names what it means)", where, path);
+	if (var)
+		*var = v;
+	if (rest)
+		*rest = r;
+	return 0;
+}
+
 static int parse_filesystem(json_t *arr, struct custode_policy *p, struct custode_refusal *why)
 {
 	static const char *const fields[] = {"path", "allow", NULL};
@@ -132,6 +174,8 @@ static int parse_filesystem(json_t *arr, struct custode_policy *p, struct custod
 			return err;
 		if (!path[0] || strlen(path) >= CUSTODE_PATH_MAX)
 			return BAD(why, "%s: empty or too long", jp_join(&jp2, jp.buf, "path"));
+		if ((err = custode_rule_path_check(jp_join(&jp2, jp.buf, "path"), path, NULL, NULL, why)))
+			return err;
 		a = json_object_get(e, "allow");
 		jp_join(&jp2, jp.buf, "allow");
 		if (!a)

@@ -94,6 +94,20 @@ struct custode_policy {
 	size_t n_env;
 };
 
+/* The variables a filesystem rule's path may start with, bound per run (policy/compile.h). */
+enum custode_path_var { CUSTODE_PATH_VAR_NONE = -1, CUSTODE_PATH_VAR_WORKSPACE = 0, CUSTODE_PATH_VAR_TMP = 1 };
+
+/*
+ * A filesystem rule's path as written (docs/policy.md): absolute, or
+ * ${workspace} or ${tmp} alone or followed by '/'; no other variable, no
+ * variable elsewhere, no ".." component. The one check of a rule path: the
+ * parser applies it (so `bundle sign` and `verify` refuse what a run would)
+ * and binding applies it again. Messages start with where. On success *var
+ * and *rest (each may be NULL) are the variable and what follows it.
+ */
+int custode_rule_path_check(const char *where, const char *path, enum custode_path_var *var, const char **rest,
+			    struct custode_refusal *why);
+
 /* Parse a policy document. On failure *out is untouched and *why says which field and why. */
 int custode_policy_parse(const char *text, size_t len, struct custode_policy **out, struct custode_refusal *why);
 void custode_policy_free(struct custode_policy *p);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "run/args.h"
+#include "run/receipt.h"
 #include "bundle/bundle.h" /* CUSTODE_BUNDLE_STATE_DIR */
 #include "util/exit.h"
 #include "util/reasons.h"
@@ -20,7 +21,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: custode run [--profile NAME | --bundle FILE --trust KEY... | --policy FILE] [--workspace DIR]\n"
 		   "                   [--allow ADDR:PORT[/udp]]...\n"
-		   "                   [--timeout SEC] [--audit] -- CMD [ARG...]\n"
+		   "                   [--timeout SEC] [--audit] [--require-limits] -- CMD [ARG...]\n"
 		   "\n"
 		   "Run CMD confined: in a new cgroup registered with the engine, under the\n"
 		   "policy of a built-in profile. custode refuses (exit 125) rather than run\n"
@@ -28,8 +29,8 @@ static void usage(FILE *f)
 		   "\n"
 		   "  --profile NAME    built-in profile (default: read); see `custode profiles`\n"
 		   "  --bundle FILE     a signed policy bundle (DSSE, docs/bundles.md), verified against\n"
-		   "  --trust KEY       trusted public key(s) (PEM; repeatable); raises the version floor\n"
-		   "                    in " CUSTODE_BUNDLE_STATE_DIR "\n"
+		   "  --trust KEY       trusted public key(s) (PEM; repeatable); the run raises the\n"
+		   "                    version floor in " CUSTODE_BUNDLE_STATE_DIR " as it starts\n"
 		   "  --policy FILE     an unsigned policy document (docs/policy.md) owned by root and\n"
 		   "                    writable only by root; fleets use signed bundles instead\n"
 		   "  --allow ADDR:PORT[/tcp|/udp]\n"
@@ -46,6 +47,10 @@ static void usage(FILE *f)
 		   "  --timeout SEC     kill the whole run after SEC seconds (exit 124); with the\n"
 		   "                    policy's limits.wallSeconds, the shorter wins\n"
 		   "  --audit           report decisions without denying (events say enforced=false)\n"
+		   "  --require-limits  refuse (limit.unavailable) rather than run without a cgroup\n"
+		   "                    limit the policy sets (memoryBytes, pids, cpu) that this\n"
+		   "                    host has no controller for; without it such a run goes on,\n"
+		   "                    with a warning on stderr per limit not enforced\n"
 		   "  --help            this text\n"
 		   "\n"
 		   "CMD gets a cleared environment (the policy's env list, or PATH, LANG, LC_*,\n"
@@ -68,7 +73,7 @@ int custode_run_args_parse(int argc, char **argv, struct run_opts *o)
 		{"policy", required_argument, NULL, 'P'}, {"allow", required_argument, NULL, 'A'},
 		{"user", required_argument, NULL, 'U'},
 		{"bundle", required_argument, NULL, 'B'}, {"trust", required_argument, NULL, 'T'},
-		{"receipt", required_argument, NULL, 'R'},
+		{"receipt", required_argument, NULL, 'R'}, {"require-limits", no_argument, NULL, 'L'},
 		{0}};
 	char *end;
 	int c;
@@ -135,6 +140,9 @@ int custode_run_args_parse(int argc, char **argv, struct run_opts *o)
 		case 'R':
 			o->receipt = optarg;
 			break;
+		case 'L':
+			o->require_limits = true;
+			break;
 		default:
 			custode_usage_bad_option("run", EXIT_REFUSED, argv);
 			return -1;
@@ -148,18 +156,12 @@ int custode_run_args_parse(int argc, char **argv, struct run_opts *o)
 		fprintf(stderr, "custode: run: refused: run.usage: --bundle needs --trust KEY (and --trust needs --bundle)\n");
 		return -1;
 	}
-	if (o->receipt && strcmp(o->receipt, "-") != 0) {
-		char dir[PATH_MAX], *slash;
+	if (o->receipt) {
+		struct custode_refusal why;
 
-		snprintf(dir, sizeof(dir), "%s", o->receipt);
-		slash = strrchr(dir, '/');
-		if (slash)
-			*(slash == dir ? slash + 1 : slash) = 0;
-		else
-			snprintf(dir, sizeof(dir), ".");
-		if (access(dir, W_OK) < 0) {
-			fprintf(stderr, "custode: run: refused: run.usage: --receipt %s: directory %s: %s\n", o->receipt,
-				dir, strerror(errno));
+		/* an unusable destination refuses the run before the command starts (docs/receipts.md) */
+		if (custode_receipt_open(o->receipt, &o->receipt_dest, &why) < 0) {
+			fprintf(stderr, "custode: run: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
 			return -1;
 		}
 	}

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "policy/net.h"
+#include "run/receipt.h"
 #include "state/runstate.h" /* CUSTODE_RUN_MAX_ALLOWS */
 
 #define MAX_ALLOWS CUSTODE_RUN_MAX_ALLOWS
@@ -25,8 +26,10 @@ struct run_opts {
 	const char *workspace;
 	const char *user;
 	const char *receipt;
+	struct custode_receipt_dest receipt_dest; /* --receipt, checked and opened by the parse */
 	long timeout_sec;
 	bool audit;
+	bool require_limits; /* refuse (limit.unavailable) rather than run without a cgroup limit the policy sets */
 	char **argv;
 };
 

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "run/receipt.h"
@@ -232,20 +237,135 @@ json_t *custode_receipt_json(const struct custode_receipt *r)
 	return o;
 }
 
-int custode_receipt_write(const char *path, const json_t *receipt)
+#define DEST_BAD(why, err, fmt, ...) custode_refuse(why, err, CUSTODE_REASON_RUN_USAGE, "--receipt %s: " fmt, __VA_ARGS__)
+
+/* "/dev/fd/N" or "/proc/self/fd/N": N; else -1. */
+static int fd_path(const char *path)
+{
+	static const char *const prefixes[] = {"/dev/fd/", "/proc/self/fd/"};
+	char *end;
+	long n;
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t len = strlen(prefixes[i]);
+
+		if (strncmp(path, prefixes[i], len) || !isdigit((unsigned char)path[len]))
+			continue;
+		errno = 0;
+		n = strtol(path + len, &end, 10);
+		return errno || *end || n > INT_MAX ? -1 : (int)n;
+	}
+	return -1;
+}
+
+/* An inherited fd: it must be open, and for writing. */
+static int open_fd(const char *path, int n, struct custode_receipt_dest *d, struct custode_refusal *why)
+{
+	int fl = fcntl(n, F_GETFL);
+
+	if (fl < 0)
+		return DEST_BAD(why, EBADF, "fd %d is not open", path, n);
+	if ((fl & O_ACCMODE) == O_RDONLY)
+		return DEST_BAD(why, EBADF, "fd %d is not open for writing", path, n);
+	d->fd = fcntl(n, F_DUPFD_CLOEXEC, 3);
+	if (d->fd < 0)
+		return DEST_BAD(why, errno, "%s", path, strerror(errno));
+	return 0;
+}
+
+/* A file replaced atomically at the end: not a directory, in a directory we may write in. */
+static int check_file(const char *path, struct custode_refusal *why)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat st;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return DEST_BAD(why, ENAMETOOLONG, "too long", path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = 0;
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (path[strlen(path) - 1] == '/')
+		return DEST_BAD(why, EISDIR, "names a directory, not a file", path);
+	if (stat(dir, &st) < 0)
+		return DEST_BAD(why, errno, "directory %s: %s", path, dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return DEST_BAD(why, ENOTDIR, "%s is not a directory", path, dir);
+	if (access(dir, W_OK | X_OK) < 0)
+		return DEST_BAD(why, errno, "directory %s: %s", path, dir, strerror(errno));
+	return 0;
+}
+
+int custode_receipt_open(const char *path, struct custode_receipt_dest *d, struct custode_refusal *why)
+{
+	struct stat st;
+	int n;
+
+	d->path = path;
+	d->fd = -1;
+	if (!strcmp(path, "-"))
+		return 0;
+	if (!path[0])
+		return DEST_BAD(why, EINVAL, "empty", path);
+	if ((n = fd_path(path)) >= 0)
+		return open_fd(path, n, d, why);
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return DEST_BAD(why, errno, "%s", path, strerror(errno));
+		return check_file(path, why);
+	}
+	if (S_ISDIR(st.st_mode))
+		return DEST_BAD(why, EISDIR, "is a directory, not a file", path);
+	if (S_ISREG(st.st_mode))
+		return check_file(path, why);
+	/* a FIFO, a terminal, /dev/null: written in place, never replaced (O_NONBLOCK: a FIFO needs a reader now) */
+	d->fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (d->fd < 0)
+		return DEST_BAD(why, errno, "%s", path, errno == ENXIO ? "a FIFO without a reader" : strerror(errno));
+	fcntl(d->fd, F_SETFL, fcntl(d->fd, F_GETFL) & ~O_NONBLOCK);
+	return 0;
+}
+
+void custode_receipt_close(struct custode_receipt_dest *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int custode_receipt_write(const struct custode_receipt_dest *d, const json_t *receipt)
 {
 	char *text = json_dumps(receipt, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	size_t len;
 	int err = 0;
 
 	if (!text)
 		return -ENOMEM;
-	if (!strcmp(path, "-")) {
-		if (printf("%s\n", text) < 0 || fflush(stdout) != 0)
+	len = strlen(text);
+	text[len] = '\n'; /* json_dumps' NUL: the text is written by length */
+	if (!strcmp(d->path, "-")) {
+		if (fwrite(text, 1, len + 1, stdout) != len + 1 || fflush(stdout) != 0)
 			err = -EIO;
+	} else if (d->fd >= 0) {
+		err = write_all(d->fd, text, len + 1);
 	} else {
-		size_t len = strlen(text);
-		text[len] = '\n';
-		err = custode_write_file_atomic(path, text, len + 1, 0644);
+		err = custode_write_file_atomic(d->path, text, len + 1, 0644);
 	}
 	free(text);
 	return err;

@@ -51,7 +51,25 @@ struct custode_receipt {
 };
 
 json_t *custode_receipt_json(const struct custode_receipt *r);
-/* Write to path atomically, or to stdout for "-". */
-int custode_receipt_write(const char *path, const json_t *receipt);
+
+/*
+ * Where --receipt writes, checked (and opened, when it is no file to
+ * replace) before the command starts, so an unusable destination refuses the
+ * run (docs/receipts.md):
+ * - "-": stdout;
+ * - "/dev/fd/N", "/proc/self/fd/N": fd N, which must be open for writing;
+ * - an existing FIFO, terminal or other device: opened for writing now;
+ * - otherwise a regular file, written atomically at the end: it must not be
+ *   a directory, and its directory must be one we may write in.
+ */
+struct custode_receipt_dest {
+	const char *path;
+	int fd; /* written directly (not atomically) when >= 0 */
+};
+
+int custode_receipt_open(const char *path, struct custode_receipt_dest *d, struct custode_refusal *why);
+void custode_receipt_close(struct custode_receipt_dest *d);
+/* Write the receipt where d says. */
+int custode_receipt_write(const struct custode_receipt_dest *d, const json_t *receipt);
 
 #endif

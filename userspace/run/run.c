@@ -59,6 +59,8 @@ struct launch {
 	struct custode_run_user user;
 	struct custode_resolved_policy from;  /* where the policy came from (from.p is policy) */
 	json_t *bundle_json;
+	struct custode_bundle_info bundle_info; /* --bundle: verified, its floor checked */
+	bool bundle_pending;                  /* --bundle: not accepted yet (the floor not raised) */
 	bool cgroup_made;
 	int lock_fd;
 	struct custode_limits_applied limits; /* cgroup limits written (setup) */
@@ -89,22 +91,27 @@ static int load_policy(const struct run_opts *o, struct launch *l, struct custod
 	if (o->bundle) {
 		struct custode_policy_source src = {0};
 		struct custode_trust *trust = NULL;
-		struct custode_bundle_info info;
 
 		if ((err = custode_trust_new(&trust)))
 			return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "trust: %s", strerror(-err));
 		for (size_t i = 0; i < o->n_trust && !err; i++)
 			err = custode_trust_add_file(trust, o->trust[i], why) < 0 ? -1 : 0;
-		/* verify, then raise the version floor, before the policy takes effect */
+		/*
+		 * verify and compare with the version floor now; the floor is raised
+		 * (accept_bundle) only once nothing else can refuse the run, just
+		 * before its first process: a refused run leaves the floor as it was
+		 */
 		src.trust = trust;
+		src.check_floor_only = true;
 		if (!err)
-			err = custode_source_bundle(o->bundle, NULL, &src, r, &info, why);
+			err = custode_source_bundle(o->bundle, NULL, &src, r, &l->bundle_info, why);
 		custode_trust_free(trust);
 		if (err)
 			return err;
 		/* the receipt names the bundle as it was given */
 		snprintf(r->ref, sizeof(r->ref), "%s", o->bundle);
-		l->bundle_json = bundle_receipt(&info);
+		l->bundle_json = bundle_receipt(&l->bundle_info);
+		l->bundle_pending = true;
 	} else if (o->policy_file) {
 		err = custode_source_file(o->policy_file, r, why);
 	} else {
@@ -172,6 +179,19 @@ static void setup_undo(struct launch *l)
 	custode_dns_names_remove(l->st.run_id);
 }
 
+/* Weakened enforcement is loud: one line per limit the policy asked for and the run goes without. */
+static void warn_unenforced_limits(const struct custode_limits_applied *a)
+{
+	const struct custode_limit_state *each[] = {&a->memory, &a->pids, &a->cpu};
+
+	for (size_t i = 0; i < sizeof(each) / sizeof(each[0]); i++)
+		if (each[i]->why_not)
+			fprintf(stderr,
+				"custode: run: warning: limits.%s NOT enforced: the run's cgroup has no %s controller "
+				"(--require-limits refuses instead)\n",
+				each[i]->name, each[i]->controller);
+}
+
 static int setup(struct launch *l, const struct run_opts *o, struct custode_refusal *why)
 {
 	char ws[PATH_MAX], tmpbase[PATH_MAX], hex[17];
@@ -235,8 +255,9 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	l->cgroup_made = true;
 	if ((err = custode_cgroup_id(l->st.cgroup, &l->st.cgroup_id)))
 		return custode_refuse(why, -err, CUSTODE_REASON_CGROUP_FAILED, "cgroup id: %s", strerror(-err));
-	if ((err = custode_limits_apply(l->st.cgroup, l->policy, &l->limits, why)))
+	if ((err = custode_limits_apply(l->st.cgroup, l->policy, o->require_limits, &l->limits, why)))
 		return err;
+	warn_unenforced_limits(&l->limits);
 	if ((err = custode_program_register(&l->e, &l->prog, l->st.cgroup_id, o->audit ? CUSTODE_RUN_AUDIT : 0, NULL,
 					    why)))
 		return err;
@@ -422,6 +443,21 @@ static int launch_io(struct launch *l, struct custode_seccomp_opts *sopts, struc
 	return 0;
 }
 
+/*
+ * --bundle: raise the version floor, the last thing that can refuse the run
+ * (bundle.rollback if another acceptor raised it since the check), so a run
+ * refused earlier leaves it where it was (docs/bundles.md).
+ */
+static int accept_bundle(struct launch *l, struct custode_refusal *why)
+{
+	if (!l->bundle_pending)
+		return 0;
+	if (custode_bundle_accept(CUSTODE_BUNDLE_STATE_DIR, &l->bundle_info, NULL, why))
+		return -1;
+	l->bundle_pending = false;
+	return 0;
+}
+
 /* Signals to a signalfd, then the command cloned into the run's cgroup; *exec_errno: why exec failed (0: it ran). */
 static int launch_start(struct launch *l, const struct run_opts *o, struct custode_relay *relay, struct supervision *sv,
 			int *exec_errno, struct custode_refusal *why)
@@ -441,6 +477,8 @@ static int launch_start(struct launch *l, const struct run_opts *o, struct custo
 	cgfd = open(l->st.cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (sv->sfd < 0 || cgfd < 0 || pipe2(errpipe, O_CLOEXEC) < 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "launcher setup: %s", strerror(errno));
+	if (accept_bundle(l, why))
+		return -1;
 	fflush(NULL);
 	clock_gettime(CLOCK_REALTIME, &sv->t_start);
 	sv->child = spawn_into(cgfd, o, l, &old, errpipe);
@@ -587,7 +625,7 @@ static void write_receipt(const struct launch *l, const struct run_opts *o, cons
 		.output_written = relay->written,
 	};
 	json_t *j = custode_receipt_json(&rc);
-	int werr = j ? custode_receipt_write(o->receipt, j) : -ENOMEM;
+	int werr = j ? custode_receipt_write(&o->receipt_dest, j) : -ENOMEM;
 
 	if (werr)
 		fprintf(stderr, "custode: run %s: cannot write the receipt to %s: %s\n", end->hex, o->receipt,
@@ -677,9 +715,11 @@ int custode_cmd_run(int argc, char **argv)
 	code = launch_end(&l, &o, &relay, &sv, sopts.allow_ptrace, exec_errno);
 	close(sv.sfd);
 	launch_free(&l);
+	custode_receipt_close(&o.receipt_dest);
 	return code;
 
 refused:
 	launch_free(&l);
+	custode_receipt_close(&o.receipt_dest);
 	return refuse(&why);
 }
