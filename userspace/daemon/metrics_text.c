@@ -50,8 +50,12 @@ static void metrics_runs(struct custode_service *v, struct custode_prom *p)
 {
 	struct bundle_ctx bc = {p};
 	struct custode_table_iter it;
+	char abi[16];
 	void *val;
 
+	snprintf(abi, sizeof(abi), "%d", CUSTODE_ABI_VERSION);
+	custode_prom_family(p, "custode_build_info", "gauge", "Always 1: this daemon's version and the engine ABI it speaks.");
+	custode_prom_add(p, "custode_build_info", 1, "version", CUSTODE_VERSION, "abi", abi, NULL);
 	custode_prom_one(p, "custode_daemon_start_time_seconds", "gauge", "When this daemon started (unix seconds).", (double)v->o.started);
 	custode_prom_family(p, "custode_runs_active", "gauge", "Registered runs, by kind (launched: custode run; attached: custode attach).");
 	custode_prom_add(p, "custode_runs_active", 0, "kind", "launched", NULL);

@@ -142,11 +142,13 @@ int custode_service_start(struct custode_service *v, struct custode_refusal *why
 		if ((err = custode_loop_timer(v->loop, v->o.metrics_interval * 1000, service_textfile_timer, v)) < 0)
 			return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	}
+	v->started = true;
 	return 0;
 }
 
 void custode_service_stop(struct custode_service *v)
 {
+	v->started = false; /* stopping: no longer ready */
 	for (int i = 0; i < MAX_HTTP; i++)
 		if (v->http[i].used)
 			service_http_close(&v->http[i]);

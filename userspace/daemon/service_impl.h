@@ -80,6 +80,7 @@ struct custode_service {
 	int http_fd, stats_fd, estats_fd, dnsc_fd;
 	struct http http[MAX_HTTP];
 	uint64_t reaped;
+	bool started; /* custode_service_start finished: /readyz */
 };
 
 /* service.c: one line on stderr per adopted or reaped run (ctx: the service) */
@@ -97,5 +98,13 @@ int service_textfile_timer(void *arg); /* arg: the service */
 /* metrics_http.c */
 void service_http_close(struct http *h);
 int service_http_listen(struct custode_service *v, const char *spec, struct custode_refusal *why);
+/*
+ * The whole answer (status, headers, body; malloc'd, *len its length) to a
+ * request's head: GET or HEAD of /metrics (or /), /healthz (200 while the
+ * loop answers), /readyz (200 once started with a control server, else 503
+ * and why); 404 other paths, 405 other methods, 400 what is not a request.
+ * NULL: out of memory.
+ */
+char *service_http_respond(struct custode_service *v, const char *in, size_t *len);
 
 #endif
