@@ -12,6 +12,7 @@
 #include "daemon/loop.h"
 #include "daemon/stream.h"
 #include "engine/maps.h"
+#include "state/ended.h"
 
 /* ---- reporting adoption and reaping ---- */
 
@@ -48,6 +49,8 @@ int custode_service_new(struct custode_loop *loop, struct custode_engine *e, str
 	v->o = *o;
 	if (!v->o.metrics_interval)
 		v->o.metrics_interval = 15;
+	if (!v->o.ended_file)
+		v->o.ended_file = CUSTODE_ENDED_FILE;
 	*out = v;
 	return 0;
 }
@@ -175,6 +178,6 @@ void custode_service_free(struct custode_service *v)
 	}
 	custode_table_free(&v->runs);
 	custode_table_free(&v->dns);
-	free(v->ret);
+	free(v->den);
 	free(v);
 }

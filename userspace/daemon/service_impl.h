@@ -32,7 +32,7 @@ _Static_assert(RUNS_SLOTS / 4 * 3 > CUSTODE_MAX_RUNS && DNS_SLOTS / 4 * 3 > 2 * 
 #define HTTP_TIMEOUT_MS 5000
 
 
-/* A run as the last snapshot saw it (by cgroup id): its counts retire into the totals when it goes. */
+/* A live run as the last snapshot saw it (by cgroup id); its final counts go to the ended totals (state/ended.h). */
 struct runrec {
 	__u64 run_id;
 	bool attached;
@@ -40,7 +40,8 @@ struct runrec {
 	struct custode_counters c;
 };
 
-struct retired {
+/* custode_denials_total of one policy: ended runs' totals plus live runs' counts, never less than shown before */
+struct policy_denials {
 	char policy[128];
 	__u64 d[CUSTODE_REASON_KERNEL_MAX];
 };
@@ -71,9 +72,9 @@ struct custode_service {
 	struct custode_service_opts o;
 	struct custode_table runs; /* cgroup id -> struct runrec, as the last snapshot saw them */
 	struct custode_table dns;  /* cgroup id -> struct custode_dns_counters, as the last snapshot saw them */
-	struct retired *ret;
-	size_t n_ret;
-	struct custode_dns_counters dns_retired;
+	struct policy_denials *den; /* the denial counters as shown (service_totals) */
+	size_t n_den;
+	struct custode_dns_counters dns_total; /* the resolver's counters as shown */
 	struct mapinfo maps[64];
 	size_t n_maps;
 	time_t maps_at;
@@ -90,6 +91,13 @@ void service_control_counts(struct custode_service *v, size_t *clients, size_t *
 			    struct custode_control_stats *st);
 /* snapshot.c */
 void service_snapshot(struct custode_service *v);
+/*
+ * The counters shown: the totals of ended runs (state/ended.h, loaded before
+ * the live runs were read) plus the live runs' and the resolver's counts in
+ * v->runs and v->dns, each never below what was shown before (a run between
+ * its unregistration and its addition to the totals is in neither).
+ */
+void service_totals(struct custode_service *v, const json_t *ended);
 void service_maps_refresh(struct custode_service *v);
 int service_snapshot_timer(void *arg); /* arg: the service */
 /* metrics_text.c */

@@ -16,6 +16,7 @@
 #include <linux/types.h>
 
 #include "custode/event.h"
+#include "state/state.h"
 
 /* Name of a hook ("file_open"), or NULL. */
 const char *custode_hook_name(int hook);
@@ -92,7 +93,7 @@ int custode_proc_exe(int pid, __u64 *dev, __u64 *ino, char *path, size_t len);
 
 /* ---- reading without the daemon: the spool of records drained but not shown (spool.c) ---- */
 
-#define CUSTODE_EVENT_SPOOL "/run/custode/events.spool" /* CUSTODE_STATE_DIR; its lock: PATH.lock */
+#define CUSTODE_EVENT_SPOOL CUSTODE_STATE_DIR "/events.spool" /* its lock: PATH.lock */
 #define CUSTODE_EVENT_SPOOL_MAX 10000                   /* records kept; older ones dropped and counted */
 
 /* Where a reader takes raw records from: the ring buffer (events.c), a unit test's list. */
