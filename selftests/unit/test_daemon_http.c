@@ -28,7 +28,10 @@ static void setup(void)
 
 static void teardown(void)
 {
+	struct custode_stream *s = svc->stream;
+
 	custode_service_free(svc);
+	custode_stream_close(s);
 	svc = NULL;
 }
 

@@ -53,6 +53,15 @@ static struct custode_service *service(void)
 	return v;
 }
 
+/* The service and its stream (the daemon closes them apart). */
+static void service_free(struct custode_service *v)
+{
+	struct custode_stream *s = v->stream;
+
+	custode_service_free(v);
+	custode_stream_close(s);
+}
+
 /* A snapshot as service_snapshot takes it: the totals file first, then the live runs already in the tables. */
 static void snapshot(struct custode_service *v)
 {
@@ -121,7 +130,7 @@ Test(daemon_totals, a_run_between_two_snapshots_is_counted)
 	ended_run("agents/x", CUSTODE_REASON_FILE_READ_DENIED, 3);
 	snapshot(v);
 	cr_expect_eq(denials(v, "agents/x", "file.read.denied"), 3);
-	custode_service_free(v);
+	service_free(v);
 }
 
 Test(daemon_totals, live_and_ended_runs_add_up_once)
@@ -140,7 +149,7 @@ Test(daemon_totals, live_and_ended_runs_add_up_once)
 	ended_run("agents/x", CUSTODE_REASON_FILE_READ_DENIED, 6);
 	snapshot(v);
 	cr_expect_eq(denials(v, "agents/x", "file.read.denied"), 8, "counted once, with its last denial");
-	custode_service_free(v);
+	service_free(v);
 }
 
 Test(daemon_totals, a_restart_keeps_the_totals)
@@ -151,12 +160,12 @@ Test(daemon_totals, a_restart_keeps_the_totals)
 	ended_run("builtin/read", CUSTODE_REASON_FILE_READ_DENIED, 1);
 	snapshot(v);
 	cr_expect_eq(denials(v, "agents/x", "net.egress.denied"), 4);
-	custode_service_free(v);
+	service_free(v);
 	v = service(); /* the next daemon */
 	snapshot(v);
 	cr_expect_eq(denials(v, "agents/x", "net.egress.denied"), 4);
 	cr_expect_eq(denials(v, "builtin/read", "file.read.denied"), 1);
-	custode_service_free(v);
+	service_free(v);
 }
 
 Test(daemon_totals, resolver_counts_of_ended_runs_kept)
@@ -173,14 +182,14 @@ Test(daemon_totals, resolver_counts_of_ended_runs_kept)
 	/* the resolver lets go of the run's counts; the snapshot adds them to the totals */
 	custode_table_delete(&v->dns, &(__u64){10});
 	cr_assert_eq(custode_ended_add(path, NULL, NULL, &d), 0);
-	custode_service_free(v);
+	service_free(v);
 	v = service();
 	snapshot(v);
 	cr_expect_eq(metric(v, "\ncustode_resolver_queries_total "), 9);
 	cr_expect_eq(metric(v, "\ncustode_resolver_answered_total "), 7);
 	cr_expect_eq(metric(v, "\ncustode_resolver_pins_total "), 5);
 	cr_expect_eq(metric(v, "\ncustode_resolver_refusals_total{reason=\"dns.name.denied\"} "), 2);
-	custode_service_free(v);
+	service_free(v);
 }
 
 Test(daemon_totals, policies_past_the_bound_are_counted_as_other)
