@@ -11,7 +11,7 @@
 #include "daemon/loop.h"
 #include "util/sockaddr.h"
 
-/* ---- the HTTP endpoint: GET /metrics, one request per connection ---- */
+/* ---- the HTTP endpoint: GET or HEAD /metrics, /healthz, /readyz; one request per connection ---- */
 
 void service_http_close(struct http *h)
 {
@@ -21,14 +21,127 @@ void service_http_close(struct http *h)
 	memset(h, 0, sizeof(*h));
 }
 
+/*
+ * What a request asks for: "GET" or "HEAD" (HEAD: GET's headers, no body)
+ * and a path. Anything else is answered 405 (other methods) or 400.
+ */
+struct http_request {
+	bool head;
+	char path[64];
+};
+
+/* 0, -EINVAL (not "METHOD PATH HTTP/x"), -EOPNOTSUPP (a method other than GET and HEAD). */
+static int http_parse(const char *in, struct http_request *rq)
+{
+	const char *sp = strchr(in, ' '), *path, *end;
+	size_t mlen, plen;
+
+	if (!sp)
+		return -EINVAL;
+	mlen = (size_t)(sp - in);
+	path = sp + 1;
+	end = strpbrk(path, " \r\n");
+	if (!end || *end != ' ' || strncmp(end + 1, "HTTP/", 5))
+		return -EINVAL;
+	plen = (size_t)(end - path);
+	if (!plen || path[0] != '/' || plen >= sizeof(rq->path))
+		return plen >= sizeof(rq->path) ? -ENOENT : -EINVAL;
+	if (mlen == 3 && !strncmp(in, "GET", 3))
+		rq->head = false;
+	else if (mlen == 4 && !strncmp(in, "HEAD", 4))
+		rq->head = true;
+	else
+		return -EOPNOTSUPP;
+	memcpy(rq->path, path, plen);
+	rq->path[plen] = 0;
+	return 0;
+}
+
+/*
+ * Ready: start finished (the registry adopted, the first snapshot taken, the
+ * endpoints listening) and a control server answers. NULL when ready, else why not.
+ */
+static const char *service_not_ready(const struct custode_service *v)
+{
+	if (!v->started)
+		return "starting";
+	if (!v->control)
+		return "the control socket is not serving";
+	return NULL;
+}
+
+/*
+ * The answer to a path: its status line and content type; its body is the
+ * metrics text (malloc'd, in *big) or a short text in small.
+ */
+static const char *http_route(struct custode_service *v, const char *path, const char **type, char **big,
+			      char *small, size_t len)
+{
+	const char *why;
+
+	*type = "text/plain; charset=utf-8";
+	if (!strcmp(path, "/metrics") || !strcmp(path, "/")) {
+		*type = "text/plain; version=0.0.4; charset=utf-8";
+		*big = custode_service_metrics(v);
+		snprintf(small, len, "%s", *big ? "" : "no metrics: out of memory\n");
+		return *big ? "200 OK" : "500 Internal Server Error";
+	}
+	if (!strcmp(path, "/healthz")) { /* the loop answered: the daemon is alive */
+		snprintf(small, len, "ok\n");
+		return "200 OK";
+	}
+	if (!strcmp(path, "/readyz")) {
+		why = service_not_ready(v);
+		snprintf(small, len, "%s\n", why ? why : "ready");
+		return why ? "503 Service Unavailable" : "200 OK";
+	}
+	snprintf(small, len, "not found\n");
+	return "404 Not Found";
+}
+
+char *service_http_respond(struct custode_service *v, const char *in, size_t *len)
+{
+	struct http_request rq = {0};
+	const char *status, *type = "text/plain; charset=utf-8", *allow = "", *body;
+	char small[128], *big = NULL, *out;
+	size_t bl, cap;
+	int err = http_parse(in, &rq);
+
+	if (err == -EOPNOTSUPP) {
+		status = "405 Method Not Allowed", allow = "Allow: GET, HEAD\r\n";
+		snprintf(small, sizeof(small), "only GET and HEAD\n");
+	} else if (err == -ENOENT) {
+		status = "404 Not Found";
+		snprintf(small, sizeof(small), "not found\n");
+	} else if (err) {
+		status = "400 Bad Request";
+		snprintf(small, sizeof(small), "bad request\n");
+	} else {
+		status = http_route(v, rq.path, &type, &big, small, sizeof(small));
+	}
+	body = big ? big : small;
+	bl = strlen(body);
+	cap = bl + 512;
+	out = malloc(cap);
+	if (out) {
+		*len = (size_t)snprintf(out, cap,
+					"HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+					status, type, bl, allow);
+		if (!rq.head) { /* HEAD: the same headers, Content-Length included, and no body */
+			memcpy(out + *len, body, bl);
+			*len += bl;
+		}
+	}
+	free(big);
+	return out;
+}
+
 static int http_event(void *arg, uint32_t revents)
 {
 	struct http *h = arg;
 
 	if (!h->out && (revents & EPOLLIN)) {
 		ssize_t n = recv(h->fd, h->in + h->inlen, sizeof(h->in) - 1 - h->inlen, MSG_DONTWAIT);
-		char *body = NULL;
-		bool ok;
 
 		if (n <= 0 && !(n < 0 && errno == EAGAIN)) {
 			service_http_close(h);
@@ -39,33 +152,11 @@ static int http_event(void *arg, uint32_t revents)
 		h->in[h->inlen] = 0;
 		if (!strstr(h->in, "\r\n\r\n") && !strstr(h->in, "\n\n") && h->inlen < sizeof(h->in) - 1)
 			return 0;
-		ok = !strncmp(h->in, "GET /metrics ", 13) || !strncmp(h->in, "GET / ", 6);
-		if (ok)
-			body = custode_service_metrics(h->v);
-		{
-			size_t bl = body ? strlen(body) : 0;
-			size_t cap = bl + 256;
-
-			h->out = malloc(cap);
-			if (!h->out) {
-				free(body);
-				service_http_close(h);
-				return 0;
-			}
-			h->outlen = (size_t)snprintf(h->out, cap,
-						     "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: "
-						     "close\r\n\r\n",
-						     ok ? "200 OK" : "404 Not Found",
-						     ok ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain", ok ? bl : 10);
-			if (ok) {
-				memcpy(h->out + h->outlen, body, bl);
-				h->outlen += bl;
-			} else {
-				memcpy(h->out + h->outlen, "not found\n", 10);
-				h->outlen += 10;
-			}
+		h->out = service_http_respond(h->v, h->in, &h->outlen);
+		if (!h->out) {
+			service_http_close(h);
+			return 0;
 		}
-		free(body);
 		custode_loop_mod(h->v->loop, h->fd, EPOLLOUT);
 	}
 	if (h->out && (revents & (EPOLLOUT | EPOLLIN))) {

@@ -12,6 +12,7 @@
 #include "daemon/control.h"
 #include "daemon/stream.h"
 #include "metrics/metrics.h"
+#include "state/ended.h"
 #include "util/fsutil.h"
 
 /* ---- metrics ---- */
@@ -45,34 +46,34 @@ void service_percpu_sum(int fd, size_t size, void *out)
 	free(per);
 }
 
-/* The daemon, the runs and their denials (live, and retired with their runs), the bundles. */
+/* The daemon, the runs and their denials (live runs' and ended runs'), the bundles. */
 static void metrics_runs(struct custode_service *v, struct custode_prom *p)
 {
 	struct bundle_ctx bc = {p};
 	struct custode_table_iter it;
+	char abi[16];
 	void *val;
 
+	snprintf(abi, sizeof(abi), "%d", CUSTODE_ABI_VERSION);
+	custode_prom_family(p, "custode_build_info", "gauge", "Always 1: this daemon's version and the engine ABI it speaks.");
+	custode_prom_add(p, "custode_build_info", 1, "version", CUSTODE_VERSION, "abi", abi, NULL);
 	custode_prom_one(p, "custode_daemon_start_time_seconds", "gauge", "When this daemon started (unix seconds).", (double)v->o.started);
 	custode_prom_family(p, "custode_runs_active", "gauge", "Registered runs, by kind (launched: custode run; attached: custode attach).");
 	custode_prom_add(p, "custode_runs_active", 0, "kind", "launched", NULL);
 	custode_prom_add(p, "custode_runs_active", 0, "kind", "attached", NULL);
 	custode_prom_family(p, "custode_denials_total", "counter",
-			    "Denials by policy and reason: the engine's exact per-run counters, plus those of runs that "
-			    "ended while this daemon ran (as last read, every 2 s).");
+			    "Denials by policy and reason: the engine's exact per-run counters of live runs, plus the "
+			    "final counters of every run that ended (kept in " CUSTODE_ENDED_FILE ").");
 	custode_table_iter_init(&v->runs, &it);
 	while (custode_table_iter_next(&v->runs, &it, NULL, &val)) {
 		const struct runrec *r = val;
 
 		custode_prom_add(p, "custode_runs_active", 1, "kind", r->attached ? "attached" : "launched", NULL);
-		for (int k = 0; k < CUSTODE_REASON_KERNEL_MAX; k++)
-			if (r->c.denials[k])
-				custode_prom_add(p, "custode_denials_total", (double)r->c.denials[k], "policy", r->policy,
-						 "reason", custode_reason_name(k) ? custode_reason_name(k) : "unknown", NULL);
 	}
-	for (size_t i = 0; i < v->n_ret; i++)
+	for (size_t i = 0; i < v->n_den; i++)
 		for (int k = 0; k < CUSTODE_REASON_KERNEL_MAX; k++)
-			if (v->ret[i].d[k])
-				custode_prom_add(p, "custode_denials_total", (double)v->ret[i].d[k], "policy", v->ret[i].policy,
+			if (v->den[i].d[k])
+				custode_prom_add(p, "custode_denials_total", (double)v->den[i].d[k], "policy", v->den[i].policy,
 						 "reason", custode_reason_name(k) ? custode_reason_name(k) : "unknown", NULL);
 	custode_prom_family(p, "custode_policy_bundle_version", "gauge", "Version of the accepted bundle of each policy.");
 	custode_prom_family(p, "custode_policy_bundle_not_before_seconds", "gauge", "notBefore of that bundle (unix seconds).");
@@ -81,23 +82,11 @@ static void metrics_runs(struct custode_service *v, struct custode_prom *p)
 	custode_metrics_each_bundle(bundle_metric, &bc);
 }
 
-/* The resolver's counts: those of live runs, plus those retired with their runs. */
+/* The resolver's counts: those of live runs, plus those of every run that ended (service_totals). */
 static void metrics_resolver(struct custode_service *v, struct custode_prom *p)
 {
-	struct custode_dns_counters dns = v->dns_retired;
-	struct custode_table_iter it;
-	void *val;
+	const struct custode_dns_counters dns = v->dns_total;
 
-	custode_table_iter_init(&v->dns, &it);
-	while (custode_table_iter_next(&v->dns, &it, NULL, &val)) {
-		const struct custode_dns_counters *c = val;
-
-		dns.queries += c->queries;
-		dns.answered += c->answered;
-		dns.pins += c->pins;
-		for (int k = 0; k < CUSTODE_DNS_REASONS; k++)
-			dns.denials[k] += c->denials[k];
-	}
 	custode_prom_one(p, "custode_resolver_up", "gauge", "1 when this daemon runs the resolver.", v->o.resolver ? 1 : 0);
 	custode_prom_one(p, "custode_resolver_queries_total", "counter", "DNS queries of runs, attributed to their run.", (double)dns.queries);
 	custode_prom_one(p, "custode_resolver_answered_total", "counter", "Queries answered with at least one vetted address.", (double)dns.answered);

@@ -12,6 +12,7 @@
 #include "daemon/loop.h"
 #include "daemon/stream.h"
 #include "engine/maps.h"
+#include "state/ended.h"
 
 /* ---- reporting adoption and reaping ---- */
 
@@ -48,6 +49,8 @@ int custode_service_new(struct custode_loop *loop, struct custode_engine *e, str
 	v->o = *o;
 	if (!v->o.metrics_interval)
 		v->o.metrics_interval = 15;
+	if (!v->o.ended_file)
+		v->o.ended_file = CUSTODE_ENDED_FILE;
 	*out = v;
 	return 0;
 }
@@ -142,11 +145,13 @@ int custode_service_start(struct custode_service *v, struct custode_refusal *why
 		if ((err = custode_loop_timer(v->loop, v->o.metrics_interval * 1000, service_textfile_timer, v)) < 0)
 			return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	}
+	v->started = true;
 	return 0;
 }
 
 void custode_service_stop(struct custode_service *v)
 {
+	v->started = false; /* stopping: no longer ready */
 	for (int i = 0; i < MAX_HTTP; i++)
 		if (v->http[i].used)
 			service_http_close(&v->http[i]);
@@ -173,6 +178,6 @@ void custode_service_free(struct custode_service *v)
 	}
 	custode_table_free(&v->runs);
 	custode_table_free(&v->dns);
-	free(v->ret);
+	free(v->den);
 	free(v);
 }

@@ -27,6 +27,7 @@ struct custode_service_opts {
 	struct custode_policy_source src;
 	bool resolver;              /* the resolver runs in this daemon */
 	int64_t started;            /* unix seconds */
+	const char *ended_file;     /* the totals of ended runs (state/ended.h); NULL: CUSTODE_ENDED_FILE */
 };
 
 /*

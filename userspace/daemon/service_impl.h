@@ -32,7 +32,7 @@ _Static_assert(RUNS_SLOTS / 4 * 3 > CUSTODE_MAX_RUNS && DNS_SLOTS / 4 * 3 > 2 * 
 #define HTTP_TIMEOUT_MS 5000
 
 
-/* A run as the last snapshot saw it (by cgroup id): its counts retire into the totals when it goes. */
+/* A live run as the last snapshot saw it (by cgroup id); its final counts go to the ended totals (state/ended.h). */
 struct runrec {
 	__u64 run_id;
 	bool attached;
@@ -40,7 +40,8 @@ struct runrec {
 	struct custode_counters c;
 };
 
-struct retired {
+/* custode_denials_total of one policy: ended runs' totals plus live runs' counts, never less than shown before */
+struct policy_denials {
 	char policy[128];
 	__u64 d[CUSTODE_REASON_KERNEL_MAX];
 };
@@ -71,15 +72,16 @@ struct custode_service {
 	struct custode_service_opts o;
 	struct custode_table runs; /* cgroup id -> struct runrec, as the last snapshot saw them */
 	struct custode_table dns;  /* cgroup id -> struct custode_dns_counters, as the last snapshot saw them */
-	struct retired *ret;
-	size_t n_ret;
-	struct custode_dns_counters dns_retired;
+	struct policy_denials *den; /* the denial counters as shown (service_totals) */
+	size_t n_den;
+	struct custode_dns_counters dns_total; /* the resolver's counters as shown */
 	struct mapinfo maps[64];
 	size_t n_maps;
 	time_t maps_at;
 	int http_fd, stats_fd, estats_fd, dnsc_fd;
 	struct http http[MAX_HTTP];
 	uint64_t reaped;
+	bool started; /* custode_service_start finished: /readyz */
 };
 
 /* service.c: one line on stderr per adopted or reaped run (ctx: the service) */
@@ -89,6 +91,13 @@ void service_control_counts(struct custode_service *v, size_t *clients, size_t *
 			    struct custode_control_stats *st);
 /* snapshot.c */
 void service_snapshot(struct custode_service *v);
+/*
+ * The counters shown: the totals of ended runs (state/ended.h, loaded before
+ * the live runs were read) plus the live runs' and the resolver's counts in
+ * v->runs and v->dns, each never below what was shown before (a run between
+ * its unregistration and its addition to the totals is in neither).
+ */
+void service_totals(struct custode_service *v, const json_t *ended);
 void service_maps_refresh(struct custode_service *v);
 int service_snapshot_timer(void *arg); /* arg: the service */
 /* metrics_text.c */
@@ -97,5 +106,13 @@ int service_textfile_timer(void *arg); /* arg: the service */
 /* metrics_http.c */
 void service_http_close(struct http *h);
 int service_http_listen(struct custode_service *v, const char *spec, struct custode_refusal *why);
+/*
+ * The whole answer (status, headers, body; malloc'd, *len its length) to a
+ * request's head: GET or HEAD of /metrics (or /), /healthz (200 while the
+ * loop answers), /readyz (200 once started with a control server, else 503
+ * and why); 404 other paths, 405 other methods, 400 what is not a request.
+ * NULL: out of memory.
+ */
+char *service_http_respond(struct custode_service *v, const char *in, size_t *len);
 
 #endif

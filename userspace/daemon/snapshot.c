@@ -10,35 +10,117 @@
 #include "daemon/service_impl.h"
 #include "daemon/stream.h"
 #include "engine/maps.h"
+#include "state/ended.h"
 #include "state/runstate.h"
 
 /* ---- snapshots: live counts, and the counts of runs that ended ---- */
 
-static void retire(struct custode_service *v, const struct runrec *r)
+/* The entry of a policy in *arr (added, zero, if missing), or NULL without memory. */
+static struct policy_denials *policy_entry(struct policy_denials **arr, size_t *n, const char *policy)
 {
-	struct retired *t = NULL;
+	struct policy_denials *t;
 
-	for (size_t i = 0; i < v->n_ret; i++)
-		if (!strcmp(v->ret[i].policy, r->policy))
-			t = &v->ret[i];
-	if (!t) {
-		struct retired *nr = realloc(v->ret, (v->n_ret + 1) * sizeof(*nr));
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*arr)[i].policy, policy))
+			return &(*arr)[i];
+	t = realloc(*arr, (*n + 1) * sizeof(*t));
+	if (!t)
+		return NULL;
+	*arr = t;
+	t = &t[(*n)++];
+	memset(t, 0, sizeof(*t));
+	snprintf(t->policy, sizeof(t->policy), "%s", policy);
+	return t;
+}
 
-		if (!nr)
-			return;
-		v->ret = nr;
-		t = &v->ret[v->n_ret++];
-		memset(t, 0, sizeof(*t));
-		snprintf(t->policy, sizeof(t->policy), "%s", r->policy);
+static __u64 max_u64(__u64 a, __u64 b)
+{
+	return a > b ? a : b;
+}
+
+/* The ended runs' denials, by policy, from the totals file's "denials". */
+static void ended_denials(const json_t *ended, struct policy_denials **arr, size_t *n)
+{
+	const char *policy, *reason;
+	json_t *by, *cnt;
+
+	json_object_foreach(json_object_get(ended, "denials"), policy, by) {
+		struct policy_denials *t = policy_entry(arr, n, policy);
+
+		json_object_foreach(by, reason, cnt) {
+			int k = custode_reason_from_name(reason);
+
+			if (t && k >= 0 && k < CUSTODE_REASON_KERNEL_MAX && json_is_integer(cnt))
+				t->d[k] += (__u64)json_integer_value(cnt);
+		}
 	}
-	for (int k = 0; k < CUSTODE_REASON_KERNEL_MAX; k++)
-		t->d[k] += r->c.denials[k];
+}
+
+/* The ended runs' resolver counts, from the totals file's "resolver". */
+static void ended_dns(const json_t *ended, struct custode_dns_counters *d)
+{
+	const json_t *res = json_object_get(ended, "resolver");
+
+	d->queries += (__u64)json_integer_value(json_object_get(res, "queries"));
+	d->answered += (__u64)json_integer_value(json_object_get(res, "answered"));
+	d->pins += (__u64)json_integer_value(json_object_get(res, "pins"));
+	for (int k = 0; k < CUSTODE_DNS_REASONS; k++) {
+		const char *name = custode_reason_name(CUSTODE_REASON_DNS_NAME_DENIED + k);
+
+		if (name)
+			d->denials[k] += (__u64)json_integer_value(json_object_get(json_object_get(res, "refusals"), name));
+	}
+}
+
+void service_totals(struct custode_service *v, const json_t *ended)
+{
+	struct policy_denials *fresh = NULL;
+	struct custode_dns_counters dns = {0};
+	struct custode_table_iter it;
+	size_t n = 0;
+	void *val;
+
+	ended_denials(ended, &fresh, &n);
+	custode_table_iter_init(&v->runs, &it);
+	while (custode_table_iter_next(&v->runs, &it, NULL, &val)) {
+		const struct runrec *r = val;
+		struct policy_denials *t = policy_entry(&fresh, &n, r->policy);
+
+		for (int k = 0; t && k < CUSTODE_REASON_KERNEL_MAX; k++)
+			t->d[k] += r->c.denials[k];
+	}
+	/* counters never go down: a policy or count shown before stays at least that */
+	for (size_t i = 0; i < v->n_den; i++) {
+		struct policy_denials *t = policy_entry(&fresh, &n, v->den[i].policy);
+
+		for (int k = 0; t && k < CUSTODE_REASON_KERNEL_MAX; k++)
+			t->d[k] = max_u64(t->d[k], v->den[i].d[k]);
+	}
+	free(v->den);
+	v->den = fresh;
+	v->n_den = n;
+	ended_dns(ended, &dns);
+	custode_table_iter_init(&v->dns, &it);
+	while (custode_table_iter_next(&v->dns, &it, NULL, &val)) {
+		const struct custode_dns_counters *c = val;
+
+		dns.queries += c->queries;
+		dns.answered += c->answered;
+		dns.pins += c->pins;
+		for (int k = 0; k < CUSTODE_DNS_REASONS; k++)
+			dns.denials[k] += c->denials[k];
+	}
+	v->dns_total.queries = max_u64(v->dns_total.queries, dns.queries);
+	v->dns_total.answered = max_u64(v->dns_total.answered, dns.answered);
+	v->dns_total.pins = max_u64(v->dns_total.pins, dns.pins);
+	for (int k = 0; k < CUSTODE_DNS_REASONS; k++)
+		v->dns_total.denials[k] = max_u64(v->dns_total.denials[k], dns.denials[k]);
 }
 
 /*
  * The tables are walked in slot order, which nothing sees: the metrics text
- * sorts a family's samples by their labels (metrics/metrics.c), and what
- * runs retire into the totals is summed.
+ * sorts a family's samples by their labels (metrics/metrics.c), and the
+ * counts are summed.
  */
 void service_snapshot(struct custode_service *v)
 {
@@ -48,6 +130,7 @@ void service_snapshot(struct custode_service *v)
 					       .slots = DNS_SLOTS, .max = DNS_SLOTS / 4 * 3};
 	struct custode_table now = {0}, dnow = {0};
 	struct custode_runstate *st = malloc(sizeof(*st));
+	json_t *ended = NULL;
 	struct custode_table_iter it;
 	const void *cgid;
 	__u64 key, next;
@@ -55,6 +138,9 @@ void service_snapshot(struct custode_service *v)
 
 	if (custode_table_init(&now, &runs) < 0 || custode_table_init(&dnow, &dns) < 0 || !st)
 		goto out;
+	/* before the live runs: a run unregistered meanwhile is in neither (never in both) */
+	if (custode_ended_load(v->o.ended_file, &ended) < 0)
+		ended = NULL;
 	while (bpf_map_get_next_key(v->e->runs_fd, prev, &next) == 0) {
 		struct custode_run run;
 		struct runrec *r, *old;
@@ -79,10 +165,6 @@ void service_snapshot(struct custode_service *v)
 		if (custode_engine_get_counters(v->e, key, &r->c) < 0 && old)
 			r->c = old->c;
 	}
-	custode_table_iter_init(&v->runs, &it);
-	while (custode_table_iter_next(&v->runs, &it, &cgid, &val))
-		if (!custode_table_find(&now, cgid))
-			retire(v, val);
 	custode_table_free(&v->runs);
 	v->runs = now;
 	now = (struct custode_table){0};
@@ -99,19 +181,16 @@ void service_snapshot(struct custode_service *v)
 		while (custode_table_iter_next(&v->dns, &it, &cgid, &val)) {
 			const struct custode_dns_counters *o = val;
 
-			if (custode_table_find(&dnow, cgid))
-				continue;
-			v->dns_retired.queries += o->queries;
-			v->dns_retired.answered += o->answered;
-			v->dns_retired.pins += o->pins;
-			for (int k = 0; k < CUSTODE_DNS_REASONS; k++)
-				v->dns_retired.denials[k] += o->denials[k];
+			if (!custode_table_find(&dnow, cgid)) /* the resolver let go of an ended run's counts */
+				custode_ended_add(v->o.ended_file, NULL, NULL, o);
 		}
 		custode_table_free(&v->dns);
 		v->dns = dnow;
 		dnow = (struct custode_table){0};
 	}
+	service_totals(v, ended);
 out:
+	json_decref(ended);
 	custode_table_free(&now);
 	custode_table_free(&dnow);
 	free(st);

@@ -72,14 +72,45 @@ static int rb_ready(void *arg, uint32_t revents)
 	return 0;
 }
 
+static void spool_record(void *arg, const json_t *ev)
+{
+	stream_publish(arg, (json_t *)ev);
+}
+
+/*
+ * Records a `custode events` without the daemon drained but did not show
+ * (events/spool.c): published as if read now, oldest first, and the spool
+ * removed. At start, and on each tick while a spool exists (a reader that
+ * was reading as the daemon started may have left one).
+ */
+static void stream_take_spool(struct custode_stream *s)
+{
+	uint64_t dropped = 0;
+	int n;
+
+	if (access(CUSTODE_EVENT_SPOOL, F_OK) < 0)
+		return;
+	n = custode_event_spool_take(CUSTODE_EVENT_SPOOL, spool_record, s, &dropped);
+	if (n < 0)
+		fprintf(stderr, "custode daemon: events: the spool %s: %s\n", CUSTODE_EVENT_SPOOL, strerror(-n));
+	if (n > 0)
+		fprintf(stderr, "custode daemon: events: %d records no reader had shown taken from %s\n", n,
+			CUSTODE_EVENT_SPOOL);
+	if (n >= 0 && dropped)
+		fprintf(stderr, "custode daemon: events: %llu records no reader had shown were dropped from %s (full)\n",
+			(unsigned long long)dropped, CUSTODE_EVENT_SPOOL);
+}
+
 int stream_tick(void *arg)
 {
 	struct custode_stream *s = arg;
 	uint64_t window = s->o.throttle_window_ms ? s->o.throttle_window_ms * 1000000ull : CUSTODE_THROTTLE_WINDOW_NS;
 
 	s->boot_to_wall = custode_boot_to_wall_ns(); /* follows clock changes */
-	if (s->rb)
+	if (s->rb) {
+		stream_take_spool(s);
 		ring_buffer__consume(s->rb);
+	}
 	stream_drops_check(s, false);
 	stream_throttle_flush(s, window);
 	stream_file_check(s);
@@ -204,6 +235,7 @@ static int stream_start(struct custode_stream *s, struct custode_refusal *why)
 	s->baseline_boot_ns = (__u64)bt.tv_sec * 1000000000ull + (__u64)bt.tv_nsec;
 	stream_throttle_baseline(s);
 	stream_drops_check(s, true);
+	stream_take_spool(s);
 	s->rb = ring_buffer__new(s->events_fd, stream_on_record, s, NULL);
 	if (!s->rb)
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "map the ring buffer: %s",

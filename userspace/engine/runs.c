@@ -5,6 +5,7 @@
  * for programs still running with what they read before a change.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 
 #include "engine/engine.h"
 #include "engine/maps.h"
+#include "state/ended.h"
+#include "state/runstate.h"
 
 int custode_engine_count_runs(struct custode_engine *e)
 {
@@ -100,19 +103,32 @@ int custode_engine_bump_runs_gen(void)
 
 int custode_engine_unregister(struct custode_engine *e, __u64 cgid)
 {
-	int err = 0;
+	return custode_engine_unregister_final(e, cgid, NULL);
+}
 
-	if (bpf_map_delete_elem(e->runs_fd, &cgid) < 0 && errno != ENOENT)
-		err = -errno;
-	custode_engine_bump_fs_gen(e);
-	custode_engine_bump_runs_gen();
-	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)
-		err = -errno;
-	return err;
+/*
+ * A run's final counts go into the totals of ended runs (state/ended.h) so
+ * the daemon's metrics count runs that ended between its snapshots, or while
+ * it was not running. Best effort: the unregistration never fails for it.
+ */
+static void record_ended(__u64 run_id, const struct custode_counters *c)
+{
+	struct custode_runstate *st;
+	bool any = false;
+
+	for (int k = 0; k < CUSTODE_REASON_KERNEL_MAX && !any; k++)
+		any = c->denials[k] != 0;
+	if (!any || !(st = malloc(sizeof(*st))))
+		return;
+	custode_ended_add(CUSTODE_ENDED_FILE, custode_runstate_read(run_id, st) == 0 ? st->policy : NULL, c, NULL);
+	free(st);
 }
 
 int custode_engine_unregister_final(struct custode_engine *e, __u64 cgid, struct custode_counters *final)
 {
+	struct custode_counters c;
+	struct custode_run run;
+	bool had = custode_engine_get_run(e, cgid, &run) == 0;
 	int err = 0;
 
 	/* the run first: from here on no hook counts for it, so the counters read next are its last */
@@ -120,8 +136,12 @@ int custode_engine_unregister_final(struct custode_engine *e, __u64 cgid, struct
 		err = -errno;
 	custode_engine_bump_fs_gen(e);
 	custode_engine_bump_runs_gen();
-	if (final && custode_engine_get_counters(e, cgid, final) < 0)
-		memset(final, 0, sizeof(*final));
+	if (custode_engine_get_counters(e, cgid, &c) < 0)
+		memset(&c, 0, sizeof(c));
+	if (had)
+		record_ended(run.run_id, &c);
+	if (final)
+		*final = c;
 	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)
 		err = -errno;
 	return err;

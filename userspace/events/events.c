@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <poll.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
@@ -19,6 +20,8 @@
 #include "policy/net.h"
 #include "policy/policy.h"
 #include "state/runstate.h"
+#include "state/state.h"
+#include "util/fsutil.h"
 #include "util/time.h"
 #include "util/reasons.h"
 
@@ -415,24 +418,32 @@ static void print_event(struct consumer *c, const json_t *o)
 	c->printed++;
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+static void show_event(void *arg, const json_t *o)
 {
-	struct consumer *c = ctx;
-	const struct custode_event *ev = data;
-	json_t *o;
+	print_event(arg, o);
+}
 
-	if (size >= CUSTODE_EVENT_V1_SIZE && c->filter.has_run && ev->run_id != c->filter.run_id)
-		return 0;
-	o = custode_event_to_json(data, size, c->boot_to_wall_ns);
-	if (!o) {
-		c->bad++;
-		return 0;
-	}
-	custode_event_enrich(c->en, o);
-	if (custode_event_filter_match(&c->filter, o))
-		print_event(c, o);
-	json_decref(o);
-	return 0;
+/* The pinned ring buffer as a source of records (struct custode_event_source). */
+struct ring_source {
+	struct ring_buffer *rb;
+	int (*fn)(void *arg, void *data, size_t size);
+	void *arg;
+};
+
+static int ring_sample(void *ctx, void *data, size_t size)
+{
+	struct ring_source *rs = ctx;
+
+	return rs->fn(rs->arg, data, size);
+}
+
+static int ring_drain(void *ctx, int (*fn)(void *arg, void *data, size_t size), void *arg)
+{
+	struct ring_source *rs = ctx;
+
+	rs->fn = fn;
+	rs->arg = arg;
+	return ring_buffer__consume(rs->rb);
 }
 
 static volatile sig_atomic_t stop;
@@ -451,7 +462,9 @@ static void usage(FILE *f)
 		   "With `custode daemon` running, the daemon owns the engine's ring buffer: the\n"
 		   "records it kept (its --history, default the last 10000) are printed, then,\n"
 		   "with --follow, every new one. Without a daemon, the ring buffer is read\n"
-		   "directly and records are consumed: each is printed once, to one reader.\n"
+		   "directly: each record is printed once, to one reader; records a filter\n"
+		   "does not match are kept (" CUSTODE_EVENT_SPOOL ", at most 10000) and\n"
+		   "printed first by a later read that matches them, or taken by the daemon.\n"
 		   "\n"
 		   "  --follow       keep reading until interrupted\n"
 		   "  --json         one JSON object per line (docs/events.schema.json)\n"
@@ -528,6 +541,46 @@ static int via_daemon(struct consumer *c, bool follow)
 	return 0;
 }
 
+/*
+ * Without the daemon: read the spool, then the ring buffer (with --follow, again
+ * whenever it has records), under the spool's lock; what the filter does not
+ * match stays in the spool for a later read (docs/events.md). 0 or -errno.
+ */
+static int read_direct(struct consumer *c, struct ring_source *rs, bool follow)
+{
+	const struct custode_event_source src = {ring_drain, rs};
+	struct custode_event_read r = {.spool = CUSTODE_EVENT_SPOOL, .filter = &c->filter, .en = c->en,
+				       .show = show_event, .arg = c};
+	uint64_t dropped_seen = 0;
+	int err;
+
+	custode_mkdir_p(CUSTODE_STATE_DIR, 0700);
+	do {
+		r.boot_to_wall_ns = custode_boot_to_wall_ns();
+		r.bad = 0;
+		err = custode_event_read_once(&r, &src);
+		c->bad += r.bad;
+		if (err < 0) {
+			fprintf(stderr, "custode: events: the spool %s: %s%s\n", CUSTODE_EVENT_SPOOL, strerror(-err),
+				r.kept ? " (records this read did not show may be lost)" : " (nothing was read)");
+			return err;
+		}
+		if (r.dropped > dropped_seen)
+			fprintf(stderr, "custode: events: %llu records no read showed were dropped (the spool keeps %d)\n",
+				(unsigned long long)(r.dropped - dropped_seen), CUSTODE_EVENT_SPOOL_MAX);
+		dropped_seen = r.dropped;
+		if (follow) {
+			struct pollfd p = {.fd = ring_buffer__epoll_fd(rs->rb), .events = POLLIN};
+
+			poll(&p, 1, 500);
+		}
+	} while (follow && !stop);
+	if (r.kept)
+		fprintf(stderr, "custode: events: %lu records not shown are kept for later reads (%s)\n", r.kept,
+			CUSTODE_EVENT_SPOOL);
+	return 0;
+}
+
 int custode_cmd_events(int argc, char **argv)
 {
 	static const struct option opts[] = {{"follow", no_argument, NULL, 'f'},   {"json", no_argument, NULL, 'j'},
@@ -537,7 +590,7 @@ int custode_cmd_events(int argc, char **argv)
 	struct custode_refusal why = {0};
 	struct custode_engine e;
 	struct consumer c = {0};
-	struct ring_buffer *rb;
+	struct ring_source rs = {0};
 	struct custode_stats stats;
 	bool follow = false;
 	int opt, err;
@@ -604,30 +657,21 @@ int custode_cmd_events(int argc, char **argv)
 		return 1;
 	}
 	c.en = custode_event_enricher_new();
-	c.boot_to_wall_ns = custode_boot_to_wall_ns();
-	rb = ring_buffer__new(e.events_fd, on_event, &c, NULL);
-	if (!rb) {
+	rs.rb = ring_buffer__new(e.events_fd, ring_sample, &rs, NULL);
+	if (!rs.rb) {
 		fprintf(stderr, "custode: events: cannot map the ring buffer: %s\n", strerror(errno));
 		custode_event_enricher_free(c.en);
 		custode_engine_close(&e);
 		return 1;
 	}
-	if (follow) {
-		while (!stop) {
-			err = ring_buffer__poll(rb, 500);
-			if (err < 0 && err != -EINTR)
-				break;
-		}
-	} else {
-		ring_buffer__consume(rb);
-	}
+	err = read_direct(&c, &rs, follow);
 	if (c.bad)
 		fprintf(stderr, "custode: events: skipped %lu records of an unknown version or size\n", c.bad);
 	if (custode_engine_get_stats(&e, &stats) == 0 && stats.events_dropped)
 		fprintf(stderr, "custode: events: %llu records were dropped since the engine loaded (ring buffer full)\n",
 			(unsigned long long)stats.events_dropped);
-	ring_buffer__free(rb);
+	ring_buffer__free(rs.rb);
 	custode_event_enricher_free(c.en);
 	custode_engine_close(&e);
-	return 0;
+	return err < 0 ? 1 : 0;
 }

@@ -16,6 +16,7 @@
 #include <linux/types.h>
 
 #include "custode/event.h"
+#include "state/state.h"
 
 /* Name of a hook ("file_open"), or NULL. */
 const char *custode_hook_name(int hook);
@@ -89,6 +90,47 @@ void custode_event_enrich(struct custode_event_enricher *en, json_t *ev);
  * fdinfo and /proc/PID/mountinfo; and its path (readlink). 0 or -errno.
  */
 int custode_proc_exe(int pid, __u64 *dev, __u64 *ino, char *path, size_t len);
+
+/* ---- reading without the daemon: the spool of records drained but not shown (spool.c) ---- */
+
+#define CUSTODE_EVENT_SPOOL CUSTODE_STATE_DIR "/events.spool" /* its lock: PATH.lock */
+#define CUSTODE_EVENT_SPOOL_MAX 10000                   /* records kept; older ones dropped and counted */
+
+/* Where a reader takes raw records from: the ring buffer (events.c), a unit test's list. */
+struct custode_event_source {
+	/* Hand every waiting record to fn, in order; each is consumed. Records handed, or -errno. */
+	int (*drain)(void *ctx, int (*fn)(void *arg, void *data, size_t size), void *arg);
+	void *ctx;
+};
+
+struct custode_event_read {
+	const char *spool;                         /* CUSTODE_EVENT_SPOOL, or a test's */
+	size_t max_kept;                           /* 0: CUSTODE_EVENT_SPOOL_MAX */
+	const struct custode_event_filter *filter; /* NULL: every record */
+	struct custode_event_enricher *en;         /* NULL: records as the engine wrote them */
+	int64_t boot_to_wall_ns;
+	void (*show)(void *arg, const json_t *ev);
+	void *arg;
+	/* out: shown by this read, left in the spool, bad records, dropped from the spool in all */
+	unsigned long shown, kept, bad;
+	uint64_t dropped;
+};
+
+/*
+ * One read: under the spool's lock, show the spool's records the filter
+ * matches (they leave it), then drain src (NULL: none) and show what matches;
+ * every record not shown stays in the spool, in order, for the next read.
+ * 0, or -errno: the lock can't be taken (nothing was drained), or the spool
+ * can't be read or written (r->kept says how many records that concerns).
+ */
+int custode_event_read_once(struct custode_event_read *r, const struct custode_event_source *src);
+/*
+ * Take the whole spool (the daemon, at start): fn for each record, oldest
+ * first, then the spool removed; *dropped: records it had dropped. Records
+ * taken, or -errno.
+ */
+int custode_event_spool_take(const char *path, void (*fn)(void *arg, const json_t *ev), void *arg,
+			     uint64_t *dropped);
 
 int custode_cmd_events(int argc, char **argv);
 
