@@ -12,6 +12,7 @@
 #include "daemon/loop.h"
 #include "daemon/stream.h"
 #include "engine/maps.h"
+#include "run/run.h"
 #include "state/ended.h"
 
 /* ---- reporting adoption and reaping ---- */
@@ -33,6 +34,28 @@ void service_report(void *ctx, const char *action, const char *detail, const jso
 	fprintf(stderr, "custode daemon: %s run %s (%s%s%s%s%s)%s%s%s\n", action, rid ? rid : "?", kind ? kind : "?",
 		cg ? ", " : "", cg ? cg : "", pol ? ", policy " : "", pol ? pol : "", detail ? ": " : "",
 		!strcmp(action, "unverified") ? "policy.unverified: " : "", detail ? detail : "");
+}
+
+/* What the daemon's orphan reaping did (the shared gc pass, custode_run_reap_orphans). */
+static void service_gc_report(void *ctx, const char *hex, const char *what, int err)
+{
+	if (err)
+		fprintf(stderr, "custode daemon: gc: run %s: %s failed: %s\n", hex, what, strerror(-err));
+	else
+		fprintf(stderr, "custode daemon: gc: run %s: %s\n", hex, what);
+}
+
+/*
+ * Runs whose launcher was killed keep their command running, confined, until
+ * reaped: the daemon does what `custode gc` does, on a timer. A run that does
+ * not empty within reap's wait stays confined and is tried again next time.
+ */
+static int service_reap_timer(void *arg)
+{
+	struct custode_service *v = arg;
+
+	custode_run_reap_orphans(v->e, service_gc_report, v);
+	return 0;
 }
 
 int custode_service_new(struct custode_loop *loop, struct custode_engine *e, struct custode_stream *stream,
@@ -137,6 +160,9 @@ int custode_service_start(struct custode_service *v, struct custode_refusal *why
 	service_snapshot(v);
 	service_maps_refresh(v);
 	if ((err = custode_loop_timer(v->loop, SNAPSHOT_MS, service_snapshot_timer, v)) < 0)
+		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
+	service_reap_timer(v);
+	if ((err = custode_loop_timer(v->loop, REAP_MS, service_reap_timer, v)) < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "event loop: %s", strerror(-err));
 	if (v->o.metrics_listen && (err = service_http_listen(v, v->o.metrics_listen, why)))
 		return err;

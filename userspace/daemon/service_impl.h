@@ -23,6 +23,7 @@
 #include "util/table.h"
 
 #define SNAPSHOT_MS 2000
+#define REAP_MS 2000 /* orphaned runs (custode_run_reap_orphans) */
 #define MAPS_REFRESH_S 30
 /* the snapshots' tables (snapshot.c): bounded at 3/4 of their slots, more than custode_runs and _dns_counters hold */
 #define RUNS_SLOTS (2 * CUSTODE_MAX_RUNS)

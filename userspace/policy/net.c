@@ -112,7 +112,7 @@ int custode_allow_parse(const char *s, struct custode_allow *out, struct custode
 	return 0;
 bad:
 	return custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE,
-			      "--allow %s: expected ADDR:PORT[/tcp|/udp], IPv6 as [ADDR]:PORT", s);
+			      "--allow %s: expected ADDR:PORT or HOST:PORT[/tcp|/udp], IPv6 as [ADDR]:PORT", s);
 }
 
 static int add_key(struct custode_net_ruleset *rs, size_t *cap, uint32_t ruleset, uint8_t proto, uint16_t port,

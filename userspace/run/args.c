@@ -20,7 +20,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: custode run [--profile NAME | --bundle FILE --trust KEY... | --policy FILE] [--workspace DIR]\n"
-		   "                   [--allow ADDR:PORT[/udp]]...\n"
+		   "                   [--allow ADDR:PORT[/tcp|/udp] | --allow HOST:PORT[/tcp|/udp]]...\n"
 		   "                   [--timeout SEC] [--audit] [--require-limits] -- CMD [ARG...]\n"
 		   "\n"
 		   "Run CMD confined: in a new cgroup registered with the engine, under the\n"
@@ -36,6 +36,13 @@ static void usage(FILE *f)
 		   "  --allow ADDR:PORT[/tcp|/udp]\n"
 		   "                    grant egress to a literal address (even a private one);\n"
 		   "                    IPv6 as [ADDR]:PORT; repeatable; needs a network section\n"
+		   "  --allow HOST:PORT[/tcp|/udp]\n"
+		   "                    grant a host name, like a policy's host entry: custode's\n"
+		   "                    resolver (in `custode daemon`) pins the addresses it\n"
+		   "                    answers, vetted like the policy's (private ones dropped);\n"
+		   "                    the run is refused (dns.no_resolver) if no resolver runs;\n"
+		   "                    see docs/resolver.md\n"
+
 		   "  --workspace DIR   the run's ${workspace} (default: the current directory);\n"
 		   "                    CMD starts there\n"
 		   "  --user USER[:GROUP]\n"

@@ -34,8 +34,11 @@ static void usage(FILE *f)
 		   "gc on a host where no run has started yet succeeds.\n");
 }
 
-static void report(bool json, const char *hex, const char *what, int err)
+/* gc's reporter: one JSON object per run on stdout, or a line on stderr. */
+static void gc_report(void *ctx, const char *hex, const char *what, int err)
 {
+	bool json = *(bool *)ctx;
+
 	if (json)
 		printf("{\"run_id\":\"%s\",\"action\":\"%s\",\"ok\":%s}\n", hex, what, err ? "false" : "true");
 	else if (err)
@@ -45,7 +48,7 @@ static void report(bool json, const char *hex, const char *what, int err)
 }
 
 /* Orphans known from state files: launcher gone means the run lock is free. */
-static int reap_state_files(struct custode_engine *e, bool json)
+static int reap_state_files(struct custode_engine *e, custode_gc_report_fn report, void *ctx)
 {
 	DIR *d = custode_state_list_open();
 	int failed = 0;
@@ -70,13 +73,13 @@ static int reap_state_files(struct custode_engine *e, bool json)
 			continue;
 		}
 		if (err) {
-			report(json, hex, "read state", err);
+			report(ctx, hex, "read state", err);
 			failed = 1;
 			close(fd);
 			continue;
 		}
 		err = custode_run_reap(e, &st, NULL, NULL, NULL, NULL);
-		report(json, hex, "reaped orphaned run", err);
+		report(ctx, hex, "reaped orphaned run", err);
 		failed |= err != 0;
 		close(fd);
 	}
@@ -85,7 +88,7 @@ static int reap_state_files(struct custode_engine *e, bool json)
 }
 
 /* run-* cgroups with no launcher lock file at all (state lost) are orphans too. */
-static int reap_cgroups(struct custode_engine *e, bool json)
+static int reap_cgroups(struct custode_engine *e, custode_gc_report_fn report, void *ctx)
 {
 	DIR *d = opendir(e->cg_root);
 	struct dirent *de;
@@ -111,7 +114,7 @@ static int reap_cgroups(struct custode_engine *e, bool json)
 		if (custode_engine_get_run(e, st.cgroup_id, &run) == 0)
 			st.ruleset = run.ruleset;
 		err = custode_run_reap(e, &st, NULL, NULL, NULL, NULL);
-		report(json, de->d_name + 4, "reaped run without state", err);
+		report(ctx, de->d_name + 4, "reaped run without state", err);
 		failed |= err != 0;
 	}
 	closedir(d);
@@ -119,7 +122,7 @@ static int reap_cgroups(struct custode_engine *e, bool json)
 }
 
 /* Registrations whose cgroup is gone and whose launcher is not alive. */
-static int reap_registrations(struct custode_engine *e, bool json)
+static int reap_registrations(struct custode_engine *e, custode_gc_report_fn report, void *ctx)
 {
 	__u64 key, next, gone[256], ids[256];
 	__u32 rulesets[256];
@@ -162,9 +165,22 @@ static int reap_registrations(struct custode_engine *e, bool json)
 			err = custode_engine_delete_pins(e, gone[i]);
 		custode_runstate_remove(ids[i]);
 		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)gone[i]);
-		report(json, hex, "removed registration of a vanished cgroup", err);
+		report(ctx, hex, "removed registration of a vanished cgroup", err);
 		failed |= err != 0;
 	}
+	return failed;
+}
+
+/*
+ * Every orphan, through report: what `custode gc` does, and the daemon on its
+ * timer. Returns nonzero if some run could not be reaped.
+ */
+int custode_run_reap_orphans(struct custode_engine *e, custode_gc_report_fn report, void *ctx)
+{
+	int failed = reap_state_files(e, report, ctx);
+
+	failed |= reap_cgroups(e, report, ctx);
+	failed |= reap_registrations(e, report, ctx);
 	return failed;
 }
 
@@ -195,9 +211,7 @@ int custode_cmd_gc(int argc, char **argv)
 		fprintf(stderr, "custode: gc: %s: %s\n", custode_reason_name(why.reason), why.detail);
 		return EXIT_REFUSED;
 	}
-	failed = reap_state_files(&e, json);
-	failed |= reap_cgroups(&e, json);
-	failed |= reap_registrations(&e, json);
+	failed = custode_run_reap_orphans(&e, gc_report, &json);
 	custode_engine_close(&e);
 	return failed ? 1 : 0;
 }

@@ -27,6 +27,17 @@ int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st
 /* "2 denials: file.read.denied=1, file.write.denied=1"; "0 denials" */
 void custode_denial_summary(const struct custode_counters *c, char *out, size_t len);
 
+/*
+ * Reap every orphaned run (`custode gc`; the daemon on its timer): runs whose
+ * launcher is gone (its run lock free), run cgroups without a lock file, and
+ * registrations whose cgroup vanished. Attached runs are left alone. Each run
+ * acted on is reported (hex: its run id, or a cgroup id for a vanished
+ * registration; err: 0 or a negative errno). Returns nonzero if some run
+ * could not be reaped (it stays registered and confined).
+ */
+typedef void (*custode_gc_report_fn)(void *ctx, const char *hex, const char *what, int err);
+int custode_run_reap_orphans(struct custode_engine *e, custode_gc_report_fn report, void *ctx);
+
 int custode_cmd_run(int argc, char **argv);
 int custode_cmd_gc(int argc, char **argv);
 
