@@ -85,6 +85,8 @@ usage 2 "daemon.usage: --metrics-file /nonexistent/x.prom: No such file or direc
 	daemon daemon --no-resolver --metrics-file /nonexistent/x.prom
 usage 2 "daemon.usage: --events-file /nonexistent/events.jsonl: No such file or directory" \
 	daemon daemon --no-resolver --events-file /nonexistent/events.jsonl
+# a directory is no events file: a destination error, not run.setup_failed (issue 16)
+usage 2 "daemon.usage: --events-file /tmp: Is a directory" daemon daemon --no-resolver --events-file /tmp
 usage 2 "daemon.usage: --trust $work/missing.pub: No such file or directory" \
 	daemon daemon --no-resolver --bundles "$work" --trust "$work/missing.pub"
 usage 2 "daemon.usage: --ttl-min: '99999999' must be a number in 0..86400" \

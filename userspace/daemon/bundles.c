@@ -58,7 +58,7 @@ int custode_bundle_watch_open(const char *dir, const char *state_dir, struct cus
 		return -ENOMEM;
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		free(w);
-		return custode_refuse(why, ENOTDIR, CUSTODE_REASON_RUN_USAGE, "--bundles %s: not a directory", dir);
+		return custode_refuse(why, ENOTDIR, CUSTODE_REASON_DAEMON_USAGE, "--bundles %s: not a directory", dir);
 	}
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	snprintf(w->state_dir, sizeof(w->state_dir), "%s", state_dir ? state_dir : CUSTODE_BUNDLE_STATE_DIR);
