@@ -276,7 +276,8 @@ static void usage(FILE *f)
 		   "  --json   one JSON object on stdout\n"
 		   "  --help   this text\n"
 		   "\n"
-		   "Exit: 0 all classes available, 3 some, 1 none (or not root).\n");
+		   "Exit: 0 all classes available; 3 some; 1 none, or not root (it cannot probe);\n"
+		   "2 usage.\n");
 }
 
 int custode_cmd_doctor(int argc, char **argv)

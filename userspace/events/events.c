@@ -478,7 +478,8 @@ static void usage(FILE *f)
 		   "were counted but not recorded; dropped records (\"type\": \"dropped\") how many\n"
 		   "the full ring buffer lost. Counters stay exact (custode runs, receipts).\n"
 		   "\n"
-		   "Exit: 0 done; 1 no engine or the daemon failed; 2 usage.\n");
+		   "Exit: 0 done; 125 refused or failed (not root, no engine loaded, the daemon\n"
+		   "refused or failed: the reason code is on stderr); 2 usage.\n");
 }
 
 /* Through the daemon: it owns the ring buffer. 1 when no daemon answers (read directly instead). */
@@ -651,10 +652,10 @@ int custode_cmd_events(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	err = via_daemon(&c, follow);
 	if (err <= 0)
-		return err < 0 ? 1 : 0;
+		return err < 0 ? EXIT_REFUSED : 0;
 	if ((err = custode_host_prepare(&e, &why)) || (err = custode_engine_open(&e, 0, 0, &why))) {
 		fprintf(stderr, "custode: events: %s: %s\n", custode_reason_name(why.reason), why.detail);
-		return 1;
+		return EXIT_REFUSED;
 	}
 	c.en = custode_event_enricher_new();
 	rs.rb = ring_buffer__new(e.events_fd, ring_sample, &rs, NULL);
@@ -662,7 +663,7 @@ int custode_cmd_events(int argc, char **argv)
 		fprintf(stderr, "custode: events: cannot map the ring buffer: %s\n", strerror(errno));
 		custode_event_enricher_free(c.en);
 		custode_engine_close(&e);
-		return 1;
+		return EXIT_REFUSED;
 	}
 	err = read_direct(&c, &rs, follow);
 	if (c.bad)
@@ -673,5 +674,5 @@ int custode_cmd_events(int argc, char **argv)
 	ring_buffer__free(rs.rb);
 	custode_event_enricher_free(c.en);
 	custode_engine_close(&e);
-	return err < 0 ? 1 : 0;
+	return err < 0 ? EXIT_REFUSED : 0;
 }
