@@ -102,7 +102,11 @@ code=$?
 set -e
 if [ "$(id -u)" = 0 ] || [ -n "${CUSTODE_CLI_NOT_ROOT:-}" ]; then
 	if [ $code = 125 ] && grep -q 'privilege.required' err; then ok; else bad "daemon, good flags, not root -> exit $code: $(head -c 300 err)"; fi
+	# the daemon's one log prefix, as its readiness line ("custode daemon: ready")
+	if grep -q '^custode daemon: refused: privilege.required: ' err; then ok; else bad "daemon refusal prefix: $(head -c 300 err)"; fi
 fi
+# ... and no line of the daemon's code uses another
+if grep -rn '"custode: daemon:' "$root/userspace/daemon" >out; then bad "daemon log prefix 'custode: daemon:': $(cat out)"; else ok; fi
 runner=
 
 # ---- help says what the code does ----
