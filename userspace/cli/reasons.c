@@ -15,27 +15,16 @@
 #include "util/reasons.h"
 #include "util/usage.h"
 
-struct reason_row {
-	int code;
-	const char *name;
-	const char *meaning;
-};
-
-static const struct reason_row kernel_rows[] = {
-#define CUSTODE_X_ROW(sym, num, name, desc) {num, name, desc},
-	CUSTODE_KERNEL_REASONS(CUSTODE_X_ROW)
-};
-static const struct reason_row user_rows[] = {CUSTODE_USER_REASONS(CUSTODE_X_ROW)
-#undef CUSTODE_X_ROW
-};
-
-#define N_ROWS(a) (sizeof(a) / sizeof((a)[0]))
-
-static void markdown_table(FILE *f, const char *title, const struct reason_row *rows, size_t n)
+/* Rows of the table: the engine's codes (below CUSTODE_REASON_KERNEL_MAX), or userspace's. */
+static void markdown_table(FILE *f, const char *title, bool kernel)
 {
+	size_t n;
+	const struct custode_reason_info *r = custode_reason_list(&n);
+
 	fprintf(f, "\n## %s\n\n| code | name | meaning |\n| ---: | --- | --- |\n", title);
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "| %d | `%s` | %s |\n", rows[i].code, rows[i].name, rows[i].meaning);
+		if ((r[i].code < CUSTODE_REASON_KERNEL_MAX) == kernel)
+			fprintf(f, "| %d | `%s` | %s |\n", r[i].code, r[i].name, r[i].desc);
 }
 
 void custode_reasons_markdown(FILE *f)
@@ -52,21 +41,25 @@ void custode_reasons_markdown(FILE *f)
 		   "reused, only appended. `custode reasons [--json]` prints the same list.\n"
 		   "\n"
 		   "A reason code says why; the exit status (docs/cli.md) says only whether.\n");
-	markdown_table(f, "Denials made by the engine (0-63, counted per run)", kernel_rows, N_ROWS(kernel_rows));
-	markdown_table(f, "Refusals made by userspace (100 and up)", user_rows, N_ROWS(user_rows));
+	markdown_table(f, "Denials made by the engine (0-63, counted per run)", true);
+	markdown_table(f, "Refusals made by userspace (100 and up)", false);
 }
 
-static void print_rows(const struct reason_row *rows, size_t n, const char *made_by, bool json)
+static void print_list(bool json)
 {
+	size_t n;
+	const struct custode_reason_info *r = custode_reason_list(&n);
+
 	for (size_t i = 0; i < n; i++) {
 		if (json) {
-			json_t *o = json_pack("{s:i, s:s, s:s, s:s}", "code", rows[i].code, "name", rows[i].name,
-					      "meaning", rows[i].meaning, "by", made_by);
+			json_t *o = json_pack("{s:i, s:s, s:s, s:s}", "code", r[i].code, "name", r[i].name, "meaning",
+					      r[i].desc, "by",
+					      r[i].code < CUSTODE_REASON_KERNEL_MAX ? "engine" : "userspace");
 			json_dumpf(o, stdout, JSON_COMPACT);
 			putchar('\n');
 			json_decref(o);
 		} else {
-			printf("%3d  %-28s %s\n", rows[i].code, rows[i].name, rows[i].meaning);
+			printf("%3d  %-28s %s\n", r[i].code, r[i].name, r[i].desc);
 		}
 	}
 }
@@ -111,8 +104,7 @@ int custode_cmd_reasons(int argc, char **argv)
 	if (markdown) {
 		custode_reasons_markdown(stdout);
 	} else {
-		print_rows(kernel_rows, N_ROWS(kernel_rows), "engine", json);
-		print_rows(user_rows, N_ROWS(user_rows), "userspace", json);
+		print_list(json);
 	}
 	return fflush(stdout) == 0 ? 0 : EXIT_FAILURE;
 }
