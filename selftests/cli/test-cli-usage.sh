@@ -63,7 +63,7 @@ usage() {
 
 runner=
 # ---- an unknown option: every command, the same two lines ----
-for cmd in engine gc attach detach runs profiles; do
+for cmd in engine gc attach detach runs profiles reasons doctor events; do
 	usage 2 "unrecognized option '--bogus'" $cmd $cmd --bogus
 done
 usage 125 "unrecognized option '--bogus'" run run --bogus -- /bin/true
@@ -170,7 +170,10 @@ if [ "$(id -u)" = 0 ] || [ -n "${CUSTODE_CLI_NOT_ROOT:-}" ]; then
 	not_root 125 daemon --no-resolver
 	not_root 1 doctor
 fi
-usage 2 "unrecognized option '--bogus'" reasons reasons --bogus
+usage 2 "unexpected argument 'extra'" doctor doctor extra
+usage 2 "unexpected argument 'extra'" events events extra
+usage 2 "--run: 'xyz' is not a run id (16 hex digits)" events events --run xyz
+usage 2 "--reason: 'no.such' is no reason code (and matches none)" events events --reason no.such
 
 echo "test-cli-usage: $pass passed, $fail failed"
 [ $fail = 0 ]

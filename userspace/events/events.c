@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "util/exit.h"
+#include "util/usage.h"
 #include "control/control.h"
 #include "engine/engine.h"
 #include "events/events.h"
@@ -596,7 +597,7 @@ int custode_cmd_events(int argc, char **argv)
 	bool follow = false;
 	int opt, err;
 
-	optind = 1;
+	custode_getopt_start();
 	while ((opt = getopt_long(argc, argv, "+fjr:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
@@ -606,18 +607,15 @@ int custode_cmd_events(int argc, char **argv)
 			c.json = true;
 			break;
 		case 'r':
-			if (custode_run_id_parse(optarg, &c.filter.run_id) < 0) {
-				fprintf(stderr, "custode: events: --run: '%s' is not a run id (16 hex digits)\n", optarg);
-				return EXIT_USAGE;
-			}
+			if (custode_run_id_parse(optarg, &c.filter.run_id) < 0)
+				return custode_usage_error("events", EXIT_USAGE,
+							   "--run: '%s' is not a run id (16 hex digits)", optarg);
 			c.filter.has_run = true;
 			break;
 		case 'R':
-			if (custode_event_reason_check(optarg) < 0) {
-				fprintf(stderr, "custode: events: --reason: '%s' is no reason code (and matches none)\n",
-					optarg);
-				return EXIT_USAGE;
-			}
+			if (custode_event_reason_check(optarg) < 0)
+				return custode_usage_error("events", EXIT_USAGE,
+							   "--reason: '%s' is no reason code (and matches none)", optarg);
 			snprintf(c.filter.reason, sizeof(c.filter.reason), "%s", optarg);
 			break;
 		case 's': {
@@ -625,12 +623,11 @@ int custode_cmd_events(int argc, char **argv)
 
 			clock_gettime(CLOCK_REALTIME, &now);
 			if (custode_event_since_parse(optarg, now.tv_sec * 1000000000LL + now.tv_nsec,
-						      &c.filter.since_wall_ns) < 0) {
-				fprintf(stderr, "custode: events: --since: '%s': expected RFC 3339 "
-						"(2026-01-01T10:00:00Z), @UNIXSECONDS or a duration (15m, 2h)\n",
-					optarg);
-				return EXIT_USAGE;
-			}
+						      &c.filter.since_wall_ns) < 0)
+				return custode_usage_error("events", EXIT_USAGE,
+							   "--since: '%s': expected RFC 3339 (2026-01-01T10:00:00Z), "
+							   "@UNIXSECONDS or a duration (15m, 2h)",
+							   optarg);
 			c.filter.has_since = true;
 			break;
 		}
@@ -638,14 +635,11 @@ int custode_cmd_events(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_USAGE;
+			return custode_usage_bad_option("events", EXIT_USAGE, argv);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "custode: events: unexpected argument '%s'\n", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return custode_usage_extra_arg("events", EXIT_USAGE, argv[optind]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
