@@ -77,6 +77,7 @@
 	X(POLICY_UNSUPPORTED, 132, "policy.unsupported", "the policy asks for enforcement this custode cannot provide") \
 	X(POLICY_PATH_TOO_LONG, 133, "policy.path_too_long", "a policy path is longer than the rule limit") \
 	X(POLICY_TOO_LARGE, 134, "policy.too_large", "the compiled policy exceeds the per-run rule limit") \
+	X(POLICY_FILE_UNSAFE, 135, "policy.file_unsafe", "an unsigned --policy file is not a regular file owned by root and writable only by root") \
 	X(RUN_WORKSPACE, 140, "run.workspace", "the workspace is not an accessible directory") \
 	X(RUN_SETUP_FAILED, 141, "run.setup_failed", "the run could not be set up") \
 	X(RUN_USAGE, 142, "run.usage", "invalid command line") \

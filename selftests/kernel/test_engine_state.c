@@ -85,7 +85,7 @@ KTEST(engine_unload_refused_while_in_use)
 		if (!wait_holds_engine(p.pid, 30000))
 			ktest_log("events --follow (pid %d) does not hold the engine open", p.pid);
 		ktest_run(unload, -1, 30000, &r);
-		ASSERT_EQ(r.code, 1, "unload refused while a reader has it open");
+		ASSERT_EQ(r.code, 125, "unload refused while a reader has it open");
 		ASSERT_CONTAINS(r.err, "engine.mismatch", "reason");
 		kill(p.pid, SIGTERM);
 		ktest_wait(&p, 10000);
@@ -95,7 +95,7 @@ KTEST(engine_unload_refused_while_in_use)
 	if (ASSERT_EQ(ktest_spawn(hold, -1, &p), 0, "run") &&
 	    ASSERT_TRUE(ktest_read_line(p.out, line, sizeof(line), 60000), "run ready")) {
 		ktest_run(unload, -1, 30000, &r);
-		ASSERT_EQ(r.code, 1, "unload refused while a run is registered");
+		ASSERT_EQ(r.code, 125, "unload refused while a run is registered");
 		ASSERT_CONTAINS(r.err, "unconfined", "says why");
 		ktest_close_stdin(&p);
 		ASSERT_EQ(ktest_wait(&p, 30000), 2, "run ends (tprobe wait without a go line)");

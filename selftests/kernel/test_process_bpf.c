@@ -174,7 +174,7 @@ KTEST(process_engine_refuses_other_binary)
 		char *status[] = {copy, "engine", "status", "--json", NULL};
 		char *run[] = {copy, "run", "--profile", "net-only", "--", "/bin/echo", "RAN", NULL};
 		ktest_run(status, -1, 60000, &r);
-		ASSERT_EQ(r.code, 1, "the copy: engine status refused");
+		ASSERT_EQ(r.code, 125, "the copy: engine status refused");
 		ASSERT_CONTAINS(r.err, "engine.protected", "reason");
 		ktest_run(run, -1, 60000, &r);
 		ASSERT_EQ(r.code, 125, "the copy: run refused");

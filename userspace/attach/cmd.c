@@ -264,7 +264,9 @@ static void runs_usage(FILE *f)
 		   "each attached run's policy), else from the pinned engine.\n"
 		   "\n"
 		   "  --json   one JSON array (fields: docs/operations.md)\n"
-		   "Exit: 0 (an empty list when no engine is loaded); 1 not root; 125 refused; 2 usage.\n");
+		   "Exit: 0 done (an empty list when no engine is loaded); 125 refused or failed\n"
+		   "(not root, the daemon or the engine can't be read: the reason code is on\n"
+		   "stderr); 2 usage.\n");
 }
 
 int custode_cmd_runs(int argc, char **argv)
@@ -293,8 +295,7 @@ int custode_cmd_runs(int argc, char **argv)
 	err = custode_control_call(req, &resp, CALL_TIMEOUT_MS, &why);
 	json_decref(req);
 	if (err && why.reason != CUSTODE_REASON_DAEMON_NOT_RUNNING) {
-		refused("runs", &why);
-		return 1;
+		return refused("runs", &why);
 	}
 	if (err) {
 		struct custode_engine e;
@@ -306,7 +307,7 @@ int custode_cmd_runs(int argc, char **argv)
 				return 0;
 			}
 			fprintf(stderr, "custode: runs: %s: %s\n", custode_reason_name(why.reason), why.detail);
-			return why.reason == CUSTODE_REASON_PRIVILEGE_REQUIRED ? EXIT_REFUSED : 1;
+			return EXIT_REFUSED;
 		}
 		resp = json_pack("{s:o}", "runs", custode_runs_list(&e, NULL, false));
 		custode_engine_close(&e);

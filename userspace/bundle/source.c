@@ -46,7 +46,7 @@ static int read_policy_file(const char *path, char **text, size_t *len, struct c
 	}
 	close(fd);
 	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
-		return custode_refuse(why, EPERM, CUSTODE_REASON_POLICY_INVALID,
+		return custode_refuse(why, EPERM, CUSTODE_REASON_POLICY_FILE_UNSAFE,
 				      "--policy %s: must be a regular file owned by root and writable only by root", path);
 	err = custode_read_file(path, CUSTODE_POLICY_MAX_BYTES, text, len);
 	if (err)

@@ -34,8 +34,9 @@ static void engine_usage(FILE *f)
 		   "the engine and is refused while runs are registered, unless --force (which\n"
 		   "leaves those runs unconfined).\n"
 		   "\n"
-		   "Exit: 0 done (load: some class loaded); 1 refused or failed (status: no engine\n"
-		   "loaded; load: no class loads here); 2 usage; 125 not root.\n");
+		   "Exit: 0 done (load: some class loaded; unload: also when none was loaded);\n"
+		   "125 refused or failed (not root; status: no engine loaded, engine.missing;\n"
+		   "load: no class loads here: the reason code is on stderr); 2 usage.\n");
 }
 
 /* What `engine load` loads where the host allows it (the process class: see engine_usage). */
@@ -155,7 +156,7 @@ int custode_cmd_engine(int argc, char **argv)
 	if (err) {
 		if (!strcmp(verb, "status") && json && why.reason == CUSTODE_REASON_ENGINE_MISSING) {
 			printf("{\"loaded\":false}\n");
-			return 1;
+			return EXIT_REFUSED;
 		}
 		goto fail;
 	}
@@ -197,7 +198,7 @@ int custode_cmd_engine(int argc, char **argv)
 	return 0;
 fail:
 	fprintf(stderr, "custode: engine: %s: %s\n", custode_reason_name(why.reason), why.detail);
-	return why.reason == CUSTODE_REASON_PRIVILEGE_REQUIRED ? EXIT_REFUSED : EXIT_FAILURE;
+	return EXIT_REFUSED;
 }
 
 #define PROFILES_USAGE "usage: custode profiles [--json]\n       custode profiles show NAME\n"
@@ -234,7 +235,9 @@ int custode_cmd_profiles(int argc, char **argv)
 			json = true;
 		} else if (c == 'h') {
 			printf(PROFILES_USAGE "\nList the built-in profiles; `show NAME` prints one's policy document\n"
-			       "(docs/policy.md), to start a policy of your own from.\n");
+			       "(docs/policy.md), to start a policy of your own from.\n"
+			       "\n"
+			       "Exit: 0 done; 2 usage.\n");
 			return 0;
 		} else {
 			return custode_usage_bad_option("profiles", EXIT_USAGE, argv);

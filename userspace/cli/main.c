@@ -28,6 +28,7 @@ static const struct {
 	{"attach", custode_cmd_attach, "register an existing cgroup as a run (through the daemon)"},
 	{"detach", custode_cmd_detach, "unregister an attached run"},
 	{"runs", custode_cmd_runs, "list the registered runs, with policy and denial counts"},
+	{"reasons", custode_cmd_reasons, "list the stable reason codes and what each means"},
 };
 
 static void usage(FILE *f)

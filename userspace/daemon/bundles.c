@@ -58,7 +58,7 @@ int custode_bundle_watch_open(const char *dir, const char *state_dir, struct cus
 		return -ENOMEM;
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		free(w);
-		return custode_refuse(why, ENOTDIR, CUSTODE_REASON_RUN_USAGE, "--bundles %s: not a directory", dir);
+		return custode_refuse(why, ENOTDIR, CUSTODE_REASON_DAEMON_USAGE, "--bundles %s: not a directory", dir);
 	}
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	snprintf(w->state_dir, sizeof(w->state_dir), "%s", state_dir ? state_dir : CUSTODE_BUNDLE_STATE_DIR);
@@ -129,10 +129,10 @@ static void apply(struct custode_engine *e, const struct candidate *c)
 		if (custode_engine_get_run(e, st.cgroup_id, &run) < 0 || run.policy_version == (__u32)c->info.version)
 			continue;
 		if (custode_run_swap_policy(e, &st, c->policy, &why) < 0)
-			fprintf(stderr, "custode: daemon: bundles: run %s keeps %s v%u: %s: %s\n", hex, c->info.name,
+			fprintf(stderr, "custode daemon: bundles: run %s keeps %s v%u: %s: %s\n", hex, c->info.name,
 				run.policy_version, custode_reason_name(why.reason), why.detail);
 		else
-			fprintf(stderr, "custode: daemon: bundles: run %s: %s v%u -> v%llu\n", hex, c->info.name,
+			fprintf(stderr, "custode daemon: bundles: run %s: %s v%u -> v%llu\n", hex, c->info.name,
 				run.policy_version, (unsigned long long)c->info.version);
 	}
 	closedir(d);
@@ -157,7 +157,7 @@ void custode_bundle_watch_scan(struct custode_bundle_watch *w, struct custode_en
 		; /* the events only say "something changed": everything is rescanned */
 	d = opendir(w->dir);
 	if (!d) {
-		fprintf(stderr, "custode: daemon: bundles: %s: %s\n", w->dir, strerror(errno));
+		fprintf(stderr, "custode daemon: bundles: %s: %s\n", w->dir, strerror(errno));
 		return;
 	}
 	while ((de = readdir(d))) {
@@ -176,14 +176,14 @@ void custode_bundle_watch_scan(struct custode_bundle_watch *w, struct custode_en
 			continue;
 		if (custode_bundle_verify_file(path, w->trust, now, &p, &info, &why) < 0) {
 			if (!refused_before(w, path, &st, true))
-				fprintf(stderr, "custode: daemon: bundles: refusing %s: %s: %s\n", path,
+				fprintf(stderr, "custode daemon: bundles: refusing %s: %s: %s\n", path,
 					custode_reason_name(why.reason), why.detail);
 			continue;
 		}
 		/* lower versions than the floor: refused (and said so) */
 		if (custode_bundle_floor_check(w->state_dir, &info, &why) < 0) {
 			if (!refused_before(w, path, &st, true))
-				fprintf(stderr, "custode: daemon: bundles: refusing %s: %s: %s\n", path,
+				fprintf(stderr, "custode daemon: bundles: refusing %s: %s: %s\n", path,
 					custode_reason_name(why.reason), why.detail);
 			custode_policy_free(p);
 			continue;
@@ -215,11 +215,11 @@ void custode_bundle_watch_scan(struct custode_bundle_watch *w, struct custode_en
 
 		/* the floor is persisted before any run sees the policy */
 		if (custode_bundle_accept(w->state_dir, &best[i].info, &raised, &why) < 0) {
-			fprintf(stderr, "custode: daemon: bundles: refusing %s: %s: %s\n", best[i].path,
+			fprintf(stderr, "custode daemon: bundles: refusing %s: %s: %s\n", best[i].path,
 				custode_reason_name(why.reason), why.detail);
 		} else {
 			if (raised)
-				fprintf(stderr, "custode: daemon: bundles: accepted %s v%llu (%s)\n", best[i].info.name,
+				fprintf(stderr, "custode daemon: bundles: accepted %s v%llu (%s)\n", best[i].info.name,
 					(unsigned long long)best[i].info.version, best[i].info.digest);
 			apply(e, &best[i]);
 			/* the metrics show every accepted policy's version and validity, not only attached ones */
@@ -239,7 +239,7 @@ static void *watch_thread(void *arg)
 	int idle = 0; /* polls (a second each) without a change: a rescan at 60 */
 
 	if (custode_host_prepare(&e, &why) < 0 || custode_engine_open(&e, 0, 0, &why) < 0) {
-		fprintf(stderr, "custode: daemon: bundles: no engine: %s: %s\n", custode_reason_name(why.reason),
+		fprintf(stderr, "custode daemon: bundles: no engine: %s: %s\n", custode_reason_name(why.reason),
 			why.detail);
 		return NULL;
 	}

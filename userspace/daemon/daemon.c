@@ -474,7 +474,7 @@ int custode_cmd_daemon(int argc, char **argv)
 	if (err)
 		return custode_usage_refused("daemon", EXIT_USAGE, &why);
 	if (custode_daemon_default_upstreams(&d.o, "/etc/resolv.conf", &why)) {
-		fprintf(stderr, "custode: daemon: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
+		fprintf(stderr, "custode daemon: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
 		return EXIT_REFUSED;
 	}
 	d.lg.verbose = d.o.verbose;
@@ -490,7 +490,7 @@ int custode_cmd_daemon(int argc, char **argv)
 	code = daemon_run(&d);
 	goto out;
 refused:
-	fprintf(stderr, "custode: daemon: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
+	fprintf(stderr, "custode daemon: refused: %s: %s\n", custode_reason_name(why.reason), why.detail);
 	code = EXIT_REFUSED;
 out:
 	daemon_close(&d);

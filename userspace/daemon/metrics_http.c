@@ -221,7 +221,7 @@ int service_http_listen(struct custode_service *v, const char *spec, struct cust
 	int one = 1, fd, err;
 
 	if (custode_sockaddr_parse(spec, 0, &ss, &len) < 0)
-		return custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE,
+		return custode_refuse(why, EINVAL, CUSTODE_REASON_DAEMON_USAGE,
 				      "--metrics-listen %s: the metrics listener needs ADDR:PORT, a numeric IPv4 or "
 				      "[IPv6] address and a port 1-65535 (e.g. 127.0.0.1:9464)", spec);
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

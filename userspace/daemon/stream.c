@@ -215,7 +215,7 @@ static int stream_open_file(struct custode_stream *s, struct custode_refusal *wh
 
 	if (stream_file_dir_shared(s->o.file, dir, sizeof(dir), &mode))
 		fprintf(stderr,
-			"custode: daemon: warning: --events-file %s: its directory %s (mode %04o) can be written by "
+			"custode daemon: warning: --events-file %s: its directory %s (mode %04o) can be written by "
 			"group or others without the sticky bit: they can replace the file\n",
 			s->o.file, dir, (unsigned)mode);
 	if ((err = stream_file_open(s)) < 0)

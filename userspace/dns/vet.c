@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,14 @@ bool custode_dns_answers(const struct custode_dns_msg *resp, uint16_t id, const 
 {
 	return (resp->flags & CUSTODE_DNS_F_QR) && custode_dns_opcode(resp) == 0 && resp->id == id &&
 	       resp->qtype == type && resp->qclass == CUSTODE_DNS_C_IN && custode_dns_name_eq(&resp->qname, name);
+}
+
+/* An answer's address as its record type has it: A records are kept v4-mapped. */
+static const char *addr_text(uint16_t type, const uint8_t addr[16], char *buf, size_t len)
+{
+	if (type == CUSTODE_DNS_T_A)
+		return inet_ntop(AF_INET, addr + 12, buf, (socklen_t)len) ? buf : "?";
+	return inet_ntop(AF_INET6, addr, buf, (socklen_t)len) ? buf : "?";
 }
 
 __attribute__((format(printf, 4, 5))) static void fail(struct custode_dns_vetted *v, int reason, bool deny,
@@ -123,8 +132,11 @@ void custode_dns_vet(const struct custode_dns_name *name, uint16_t type, const s
 		v->ttl = min_ttl(v->ttl, custode_dns_ttl(rr->ttl));
 	}
 	if (!v->n_addrs && v->dropped) {
-		fail(v, CUSTODE_REASON_DNS_ANSWER_PRIVATE, true, "every address of %s is special (first: %s)",
-		     cur->text, custode_reason_name(custode_addr_reason(v->first_dropped_class)));
+		char text[INET6_ADDRSTRLEN];
+
+		fail(v, CUSTODE_REASON_DNS_ANSWER_PRIVATE, true, "every address of %s is special (first: %s, %s)",
+		     cur->text, addr_text(type, v->first_dropped, text, sizeof(text)),
+		     custode_reason_name(custode_addr_reason(v->first_dropped_class)));
 		return;
 	}
 	v->rcode = CUSTODE_DNS_NOERROR;

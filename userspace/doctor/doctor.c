@@ -11,6 +11,7 @@
 
 #include "cgroup/cgroup.h"
 #include "util/exit.h"
+#include "util/usage.h"
 #include "doctor/doctor.h"
 #include "engine/engine.h"
 #include "engine/hooks.h"
@@ -276,7 +277,8 @@ static void usage(FILE *f)
 		   "  --json   one JSON object on stdout\n"
 		   "  --help   this text\n"
 		   "\n"
-		   "Exit: 0 all classes available, 3 some, 1 none (or not root).\n");
+		   "Exit: 0 all classes available; 3 some; 1 none, or not root (it cannot probe);\n"
+		   "2 usage.\n");
 }
 
 int custode_cmd_doctor(int argc, char **argv)
@@ -286,7 +288,7 @@ int custode_cmd_doctor(int argc, char **argv)
 	bool json = false;
 	int c;
 
-	optind = 1;
+	custode_getopt_start();
 	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -296,15 +298,11 @@ int custode_cmd_doctor(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_USAGE;
+			return custode_usage_bad_option("doctor", EXIT_USAGE, argv);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "custode doctor: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return custode_usage_extra_arg("doctor", EXIT_USAGE, argv[optind]);
 	custode_doctor_run(&r);
 	if (json) {
 		json_t *o = custode_doctor_json(&r);

@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "util/exit.h"
+#include "util/usage.h"
 #include "control/control.h"
 #include "engine/engine.h"
 #include "events/events.h"
@@ -478,7 +479,8 @@ static void usage(FILE *f)
 		   "were counted but not recorded; dropped records (\"type\": \"dropped\") how many\n"
 		   "the full ring buffer lost. Counters stay exact (custode runs, receipts).\n"
 		   "\n"
-		   "Exit: 0 done; 1 no engine or the daemon failed; 2 usage.\n");
+		   "Exit: 0 done; 125 refused or failed (not root, no engine loaded, the daemon\n"
+		   "refused or failed: the reason code is on stderr); 2 usage.\n");
 }
 
 /* Through the daemon: it owns the ring buffer. 1 when no daemon answers (read directly instead). */
@@ -595,7 +597,7 @@ int custode_cmd_events(int argc, char **argv)
 	bool follow = false;
 	int opt, err;
 
-	optind = 1;
+	custode_getopt_start();
 	while ((opt = getopt_long(argc, argv, "+fjr:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
@@ -605,18 +607,15 @@ int custode_cmd_events(int argc, char **argv)
 			c.json = true;
 			break;
 		case 'r':
-			if (custode_run_id_parse(optarg, &c.filter.run_id) < 0) {
-				fprintf(stderr, "custode: events: --run: '%s' is not a run id (16 hex digits)\n", optarg);
-				return EXIT_USAGE;
-			}
+			if (custode_run_id_parse(optarg, &c.filter.run_id) < 0)
+				return custode_usage_error("events", EXIT_USAGE,
+							   "--run: '%s' is not a run id (16 hex digits)", optarg);
 			c.filter.has_run = true;
 			break;
 		case 'R':
-			if (custode_event_reason_check(optarg) < 0) {
-				fprintf(stderr, "custode: events: --reason: '%s' is no reason code (and matches none)\n",
-					optarg);
-				return EXIT_USAGE;
-			}
+			if (custode_event_reason_check(optarg) < 0)
+				return custode_usage_error("events", EXIT_USAGE,
+							   "--reason: '%s' is no reason code (and matches none)", optarg);
 			snprintf(c.filter.reason, sizeof(c.filter.reason), "%s", optarg);
 			break;
 		case 's': {
@@ -624,12 +623,11 @@ int custode_cmd_events(int argc, char **argv)
 
 			clock_gettime(CLOCK_REALTIME, &now);
 			if (custode_event_since_parse(optarg, now.tv_sec * 1000000000LL + now.tv_nsec,
-						      &c.filter.since_wall_ns) < 0) {
-				fprintf(stderr, "custode: events: --since: '%s': expected RFC 3339 "
-						"(2026-01-01T10:00:00Z), @UNIXSECONDS or a duration (15m, 2h)\n",
-					optarg);
-				return EXIT_USAGE;
-			}
+						      &c.filter.since_wall_ns) < 0)
+				return custode_usage_error("events", EXIT_USAGE,
+							   "--since: '%s': expected RFC 3339 (2026-01-01T10:00:00Z), "
+							   "@UNIXSECONDS or a duration (15m, 2h)",
+							   optarg);
 			c.filter.has_since = true;
 			break;
 		}
@@ -637,24 +635,21 @@ int custode_cmd_events(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_USAGE;
+			return custode_usage_bad_option("events", EXIT_USAGE, argv);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "custode: events: unexpected argument '%s'\n", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (optind < argc)
+		return custode_usage_extra_arg("events", EXIT_USAGE, argv[optind]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	err = via_daemon(&c, follow);
 	if (err <= 0)
-		return err < 0 ? 1 : 0;
+		return err < 0 ? EXIT_REFUSED : 0;
 	if ((err = custode_host_prepare(&e, &why)) || (err = custode_engine_open(&e, 0, 0, &why))) {
 		fprintf(stderr, "custode: events: %s: %s\n", custode_reason_name(why.reason), why.detail);
-		return 1;
+		return EXIT_REFUSED;
 	}
 	c.en = custode_event_enricher_new();
 	rs.rb = ring_buffer__new(e.events_fd, ring_sample, &rs, NULL);
@@ -662,7 +657,7 @@ int custode_cmd_events(int argc, char **argv)
 		fprintf(stderr, "custode: events: cannot map the ring buffer: %s\n", strerror(errno));
 		custode_event_enricher_free(c.en);
 		custode_engine_close(&e);
-		return 1;
+		return EXIT_REFUSED;
 	}
 	err = read_direct(&c, &rs, follow);
 	if (c.bad)
@@ -673,5 +668,5 @@ int custode_cmd_events(int argc, char **argv)
 	ring_buffer__free(rs.rb);
 	custode_event_enricher_free(c.en);
 	custode_engine_close(&e);
-	return err < 0 ? 1 : 0;
+	return err < 0 ? EXIT_REFUSED : 0;
 }

@@ -65,8 +65,8 @@ static void usage(FILE *f)
 		   "denylist and the policy's limits (docs/process.md).\n"
 		   "\n"
 		   "Exit: CMD's status (128+N if killed by signal N); 124 timeout; 125 custode\n"
-		   "refused or failed, or the run exceeded limits.outputBytes; 126 CMD cannot be\n"
-		   "executed; 127 CMD not found.\n"
+		   "refused or failed (a usage error too: 2 may be CMD's), or the run exceeded\n"
+		   "limits.outputBytes; 126 CMD cannot be executed; 127 CMD not found.\n"
 		   "Denials are summarised on stderr at exit; `custode events` has the details.\n");
 }
 

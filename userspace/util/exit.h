@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * custode's exit statuses: the one list. Users script against these
- * (README.md, docs/operations.md, docs/bundles.md, each command's --help);
- * a value here never changes. 0 is success; EXIT_FAILURE (1) is a command's own
- * failure where its --help says so (doctor, engine, daemon).
+ * (docs/cli.md has the table of every command, README.md, docs/bundles.md,
+ * each command's --help); a value here never changes. 0 is success;
+ * EXIT_FAILURE (1) only where docs/cli.md says so: doctor (none available),
+ * gc (a run not reaped) and daemon (a fatal error while running).
  *
  * The 124-127 range follows timeout(1), env(1) and chroot(1), so
  * `custode run` composes with them: a status the wrapped command cannot
@@ -16,7 +17,10 @@
 #define EXIT_USAGE 2
 /* run --timeout expired and the run was killed (as timeout(1)). */
 #define EXIT_TIMEOUT 124
-/* custode refused: the reason code is on stderr (run, attach, detach, runs, gc, daemon, engine). */
+/*
+ * custode refused or failed, not root included: the reason code is on stderr
+ * (run, attach, detach, runs, events, gc, daemon, engine; not doctor).
+ */
 #define EXIT_REFUSED 125
 /* run: the command was found but could not be executed (as env(1)). */
 #define EXIT_CANNOT_EXEC 126

@@ -4,19 +4,13 @@
 
 #include "util/reasons.h"
 
-struct reason_entry {
-	int code;
-	const char *name;
-	const char *desc;
-};
-
-static const struct reason_entry reasons[] = {
+static const struct custode_reason_info reasons[] = {
 #define CUSTODE_X_ENTRY(sym, num, name, desc) {num, name, desc},
 	CUSTODE_KERNEL_REASONS(CUSTODE_X_ENTRY) CUSTODE_USER_REASONS(CUSTODE_X_ENTRY)
 #undef CUSTODE_X_ENTRY
 };
 
-static const struct reason_entry *find(int code)
+static const struct custode_reason_info *find(int code)
 {
 	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
 		if (reasons[i].code == code)
@@ -26,14 +20,20 @@ static const struct reason_entry *find(int code)
 
 const char *custode_reason_name(int reason)
 {
-	const struct reason_entry *e = find(reason);
+	const struct custode_reason_info *e = find(reason);
 	return e ? e->name : NULL;
 }
 
 const char *custode_reason_desc(int reason)
 {
-	const struct reason_entry *e = find(reason);
+	const struct custode_reason_info *e = find(reason);
 	return e ? e->desc : NULL;
+}
+
+const struct custode_reason_info *custode_reason_list(size_t *n)
+{
+	*n = sizeof(reasons) / sizeof(reasons[0]);
+	return reasons;
 }
 
 int custode_reason_from_name(const char *name)

@@ -12,6 +12,16 @@ const char *custode_reason_desc(int reason);
 /* Reason code for a stable name, or -1 if unknown. */
 int custode_reason_from_name(const char *name);
 
+/* One code of include/custode/reasons.h. */
+struct custode_reason_info {
+	int code;
+	const char *name;
+	const char *desc;
+};
+
+/* Every code, in the order of include/custode/reasons.h (engine's, then userspace's); *n of them. */
+const struct custode_reason_info *custode_reason_list(size_t *n);
+
 /*
  * Why an operation was refused: a stable reason code and the specific cause.
  * Library code fills one in and returns a negative errno; the CLI prints it.
