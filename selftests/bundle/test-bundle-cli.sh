@@ -144,6 +144,7 @@ rfc3339='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z'
 check "verify --json: notBefore in the one time form" \
 	grep -Eq "\"notBefore\":\"$rfc3339\",\"notAfter\":\"$rfc3339\"" out
 expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$state" v5.dsse.json
+check "rollback: when the floor was accepted, in the one time form" grep -Eq "\(accepted $rfc3339\)" err
 expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --no-update v8.dsse.json
 check "--no-update leaves the floor" grep -q '"version":7' "$state/cli%test.json"
 expect 0 -- bundle verify --trust ed.pub --no-state v5.dsse.json   # no floor consulted
@@ -159,7 +160,9 @@ cp out v8-other.dsse.json
 expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$state" v8-other.dsse.json
 expect 1 bundle.signature -- bundle verify --trust ed2.pub --no-state read.dsse.json
 expect 1 bundle.expired -- bundle verify --trust ed.pub --no-state expired.dsse.json
+check "expired: the times in the one form" grep -Eq "notAfter 2020-01-02T00:00:00.000000Z has passed \(now $rfc3339," err
 expect 1 bundle.not_yet_valid -- bundle verify --trust ed.pub --no-state future.dsse.json
+check "not yet valid: the times in the one form" grep -Eq "notBefore 2999-01-01T00:00:00.000000Z is in the future \(now $rfc3339," err
 expect 0 -- bundle verify --trust ed.pub --trust p256.pub --threshold 2 --no-state two.dsse.json
 expect 1 bundle.signature -- bundle verify --trust ed.pub --trust ed2.pub --threshold 2 --no-state two.dsse.json
 cp ed.pub ed-copy.pub

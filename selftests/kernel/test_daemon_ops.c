@@ -8,6 +8,32 @@
  *  - `custode events --follow` through the daemon, with --run and --reason.
  */
 #include "test_daemon_fixture.h"
+#include "util/time.h"
+
+/* want, as RFC 3339 in the one form every output shows (docs/output.md), is text */
+static bool shown_time(const json_t *text, int64_t want)
+{
+	const char *s = json_string_value(text);
+	int64_t sec;
+
+	return s && strlen(s) == 27 && custode_time_parse(s, CUSTODE_TIME_SHOW_DIGITS, &sec, NULL) == 0 && sec == want;
+}
+
+/* attach's bundle window and the daemon's start: RFC 3339 beside the deprecated Unix seconds */
+static void check_shown_times(const json_t *attached)
+{
+	const json_t *pol = json_object_get(json_object_get(attached, "run"), "policy");
+	json_t *st = df_call(json_pack("{s:s}", "cmd", "status"));
+	const json_t *d = json_object_get(st, "daemon");
+
+	ASSERT_TRUE(shown_time(json_object_get(pol, "not_before_time"),
+			       json_integer_value(json_object_get(pol, "not_before"))), "attach: not_before_time");
+	ASSERT_TRUE(shown_time(json_object_get(pol, "not_after_time"),
+			       json_integer_value(json_object_get(pol, "not_after"))), "attach: not_after_time");
+	ASSERT_TRUE(shown_time(json_object_get(d, "started_time"), json_integer_value(json_object_get(d, "started"))),
+		    "status: daemon.started_time");
+	json_decref(st);
+}
 
 KTEST(daemon_restart_unverified_policy_keeps_last_good)
 {
@@ -42,6 +68,7 @@ KTEST(daemon_restart_unverified_policy_keeps_last_good)
 				 f.d.ws));
 	if (!ASSERT_TRUE(resp != NULL, "attach --bundle"))
 		goto out;
+	check_shown_times(resp);
 	snprintf(rid, sizeof(rid), "%s", json_string_value(json_object_get(json_object_get(resp, "run"), "run_id")));
 	json_decref(resp);
 	ASSERT_STREQ(df_ask(&a, "open %s", f.d.outside), "EACCES", "denied under the bundle's policy");
