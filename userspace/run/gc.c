@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <jansson.h>
 
 #include "cgroup/cgroup.h"
 #include "util/exit.h"
@@ -25,7 +26,7 @@ static void usage(FILE *f)
 		   "unregistered; until then it stays confined. Also removes registrations\n"
 		   "whose cgroup no longer exists.\n"
 		   "\n"
-		   "  --json   one JSON object per reaped run on stdout\n"
+		   "  --json   one JSON array on stdout, an object per reaped run\n"
 		   "  --help   this text\n"
 		   "\n"
 		   "Exit: 0 done (nothing to reap, or no engine loaded), 1 some run could not be\n"
@@ -34,10 +35,11 @@ static void usage(FILE *f)
 		   "gc on a host where no run has started yet succeeds.\n");
 }
 
-static void report(bool json, const char *hex, const char *what, int err)
+/* json: the --json document (docs/output.md) the reap is added to, or NULL for text on stderr */
+static void report(json_t *json, const char *hex, const char *what, int err)
 {
 	if (json)
-		printf("{\"run_id\":\"%s\",\"action\":\"%s\",\"ok\":%s}\n", hex, what, err ? "false" : "true");
+		json_array_append_new(json, json_pack("{s:s, s:s, s:b}", "run_id", hex, "action", what, "ok", !err));
 	else if (err)
 		fprintf(stderr, "custode: gc: run %s: %s failed: %s\n", hex, what, strerror(-err));
 	else
@@ -45,7 +47,7 @@ static void report(bool json, const char *hex, const char *what, int err)
 }
 
 /* Orphans known from state files: launcher gone means the run lock is free. */
-static int reap_state_files(struct custode_engine *e, bool json)
+static int reap_state_files(struct custode_engine *e, json_t *json)
 {
 	DIR *d = custode_state_list_open();
 	int failed = 0;
@@ -85,7 +87,7 @@ static int reap_state_files(struct custode_engine *e, bool json)
 }
 
 /* run-* cgroups with no launcher lock file at all (state lost) are orphans too. */
-static int reap_cgroups(struct custode_engine *e, bool json)
+static int reap_cgroups(struct custode_engine *e, json_t *json)
 {
 	DIR *d = opendir(e->cg_root);
 	struct dirent *de;
@@ -119,7 +121,7 @@ static int reap_cgroups(struct custode_engine *e, bool json)
 }
 
 /* Registrations whose cgroup is gone and whose launcher is not alive. */
-static int reap_registrations(struct custode_engine *e, bool json)
+static int reap_registrations(struct custode_engine *e, json_t *json)
 {
 	__u64 key, next, gone[256], ids[256];
 	__u32 rulesets[256];
@@ -174,6 +176,7 @@ int custode_cmd_gc(int argc, char **argv)
 	struct custode_refusal why = {0};
 	struct custode_engine e;
 	bool json = false;
+	json_t *reaped;
 	int c, failed;
 
 	custode_getopt_start();
@@ -190,14 +193,24 @@ int custode_cmd_gc(int argc, char **argv)
 	if (optind < argc)
 		return custode_usage_extra_arg("gc", EXIT_USAGE, argv[optind]);
 	if (custode_host_prepare(&e, &why) || custode_engine_open(&e, 0, 0, &why)) {
-		if (why.reason == CUSTODE_REASON_ENGINE_MISSING)
+		if (why.reason == CUSTODE_REASON_ENGINE_MISSING) {
+			if (json)
+				printf("[]\n");
 			return 0; /* no engine, nothing registered, nothing to reap */
+		}
 		fprintf(stderr, "custode: gc: %s: %s\n", custode_reason_name(why.reason), why.detail);
 		return EXIT_REFUSED;
 	}
-	failed = reap_state_files(&e, json);
-	failed |= reap_cgroups(&e, json);
-	failed |= reap_registrations(&e, json);
+	/* --json: one document, every reap in it (docs/output.md) */
+	reaped = json ? json_array() : NULL;
+	failed = reap_state_files(&e, reaped);
+	failed |= reap_cgroups(&e, reaped);
+	failed |= reap_registrations(&e, reaped);
 	custode_engine_close(&e);
+	if (reaped) {
+		json_dumpf(reaped, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(reaped);
+	}
 	return failed ? 1 : 0;
 }
