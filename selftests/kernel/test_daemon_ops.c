@@ -10,13 +10,21 @@
 #include "test_daemon_fixture.h"
 #include "util/time.h"
 
-/* want, as RFC 3339 in the one form every output shows (docs/output.md), is text */
-static bool shown_time(const json_t *text, int64_t want)
+/* text is a time in the one form every output shows (docs/output.md); its second, or -1 */
+static int64_t shown_time_sec(const json_t *text)
 {
 	const char *s = json_string_value(text);
 	int64_t sec;
 
-	return s && strlen(s) == 27 && custode_time_parse(s, CUSTODE_TIME_SHOW_DIGITS, &sec, NULL) == 0 && sec == want;
+	if (!s || strlen(s) != 27 || custode_time_parse(s, CUSTODE_TIME_SHOW_DIGITS, &sec, NULL))
+		return -1;
+	return sec;
+}
+
+/* want, in that form, is text */
+static bool shown_time(const json_t *text, int64_t want)
+{
+	return shown_time_sec(text) == want;
 }
 
 /* attach's bundle window and the daemon's start: RFC 3339 beside the deprecated Unix seconds */
@@ -90,6 +98,7 @@ KTEST(daemon_restart_unverified_policy_keeps_last_good)
 		ASSERT_TRUE(json_string_length(json_object_get(pol, "unverified")) > 0, "runs: why");
 		ASSERT_EQ(json_integer_value(json_object_get(pol, "version")), 2, "the last good version");
 		ASSERT_STREQ(json_string_value(json_object_get(pol, "name")), name, "the policy's name");
+		ASSERT_TRUE(shown_time_sec(json_object_get(run, "started")) > 0, "runs: started in the one time form");
 		json_decref(run);
 	}
 	/* the last good policy still holds, both ways */
