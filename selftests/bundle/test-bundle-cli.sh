@@ -108,6 +108,7 @@ cp out two.dsse.json
 expect 0 -- bundle sign --key ed --not-before 2020-01-01T00:00:00Z --valid-for 1d doc.json
 cp out expired.dsse.json
 check "sign warns about an expired window" grep -q "already expired" err
+check "sign shows the window in the one time form" grep -q "2020-01-01T00:00:00.000000Z" err
 expect 0 -- bundle sign --key ed --not-before 2999-01-01T00:00:00Z --valid-for 1d doc.json
 cp out future.dsse.json
 expect 1 bundle.key -- bundle sign --key ed.pub --valid-for 1d doc.json
@@ -130,13 +131,20 @@ expect 2 -- bundle sign --pub ed.pub --key ed --valid-for 1d doc.json
 state=$work/state
 expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --accept read.dsse.json
 check "verify names the policy" grep -q "bundle verified: builtin/read version 1" out
+check "verify shows the window in the one time form" \
+	grep -Eq "^  valid     [0-9T:.Z-]{27} \.\. [0-9T:.Z-]{27}\$" out
 check "floor raised" grep -q "floor     raised to 1" out
 check "state dir is private" [ "$(mode_of "$state")" = 700 ]
 expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --accept --json v7.dsse.json
 check "--json output" grep -q '"verified":true,"name":"cli/test","version":7' out
 check "--json names the signer's key file" grep -q '"keyFile":"ed.pub"' out
 check "--json keyid hint" grep -q '"keyidHint":"ops-2026"' out
+# every shown time in the one form (docs/output.md): RFC 3339 UTC, six fraction digits
+rfc3339='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z'
+check "verify --json: notBefore in the one time form" \
+	grep -Eq "\"notBefore\":\"$rfc3339\",\"notAfter\":\"$rfc3339\"" out
 expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$state" v5.dsse.json
+check "rollback: when the floor was accepted, in the one time form" grep -Eq "\(accepted $rfc3339\)" err
 expect 0 -- bundle verify --trust ed.pub --state-dir "$state" --no-update v8.dsse.json
 check "--no-update leaves the floor" grep -q '"version":7' "$state/cli%test.json"
 expect 0 -- bundle verify --trust ed.pub --no-state v5.dsse.json   # no floor consulted
@@ -152,7 +160,9 @@ cp out v8-other.dsse.json
 expect 1 bundle.rollback -- bundle verify --trust ed.pub --state-dir "$state" v8-other.dsse.json
 expect 1 bundle.signature -- bundle verify --trust ed2.pub --no-state read.dsse.json
 expect 1 bundle.expired -- bundle verify --trust ed.pub --no-state expired.dsse.json
+check "expired: the times in the one form" grep -Eq "notAfter 2020-01-02T00:00:00.000000Z has passed \(now $rfc3339," err
 expect 1 bundle.not_yet_valid -- bundle verify --trust ed.pub --no-state future.dsse.json
+check "not yet valid: the times in the one form" grep -Eq "notBefore 2999-01-01T00:00:00.000000Z is in the future \(now $rfc3339," err
 expect 0 -- bundle verify --trust ed.pub --trust p256.pub --threshold 2 --no-state two.dsse.json
 expect 1 bundle.signature -- bundle verify --trust ed.pub --trust ed2.pub --threshold 2 --no-state two.dsse.json
 cp ed.pub ed-copy.pub
@@ -192,6 +202,11 @@ check "inspect shows the keyid" grep -q 'keyid "ops-2026"' out
 expect 0 -- bundle inspect --json expired.dsse.json
 check "inspect --json" grep -q '"verified":false' out
 check "inspect --json window" grep -q '"window":"expired"' out
+check "inspect --json: the window in the one time form" \
+	grep -q '"notBefore":"2020-01-01T00:00:00.000000Z","notAfter":"2020-01-02T00:00:00.000000Z"' out
+expect 0 -- bundle inspect expired.dsse.json
+check "inspect: the window in the one time form" \
+	grep -q '^validity       2020-01-01T00:00:00.000000Z .. 2020-01-02T00:00:00.000000Z (expired)' out
 expect 0 -- bundle inspect tampered.dsse.json
 expect 1 bundle.malformed -- bundle inspect garbage.dsse.json
 expect 2 -- bundle inspect

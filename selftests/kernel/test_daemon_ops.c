@@ -8,6 +8,40 @@
  *  - `custode events --follow` through the daemon, with --run and --reason.
  */
 #include "test_daemon_fixture.h"
+#include "util/time.h"
+
+/* text is a time in the one form every output shows (docs/output.md); its second, or -1 */
+static int64_t shown_time_sec(const json_t *text)
+{
+	const char *s = json_string_value(text);
+	int64_t sec;
+
+	if (!s || strlen(s) != 27 || custode_time_parse(s, CUSTODE_TIME_SHOW_DIGITS, &sec, NULL))
+		return -1;
+	return sec;
+}
+
+/* want, in that form, is text */
+static bool shown_time(const json_t *text, int64_t want)
+{
+	return shown_time_sec(text) == want;
+}
+
+/* attach's bundle window and the daemon's start: RFC 3339 beside the deprecated Unix seconds */
+static void check_shown_times(const json_t *attached)
+{
+	const json_t *pol = json_object_get(json_object_get(attached, "run"), "policy");
+	json_t *st = df_call(json_pack("{s:s}", "cmd", "status"));
+	const json_t *d = json_object_get(st, "daemon");
+
+	ASSERT_TRUE(shown_time(json_object_get(pol, "not_before_time"),
+			       json_integer_value(json_object_get(pol, "not_before"))), "attach: not_before_time");
+	ASSERT_TRUE(shown_time(json_object_get(pol, "not_after_time"),
+			       json_integer_value(json_object_get(pol, "not_after"))), "attach: not_after_time");
+	ASSERT_TRUE(shown_time(json_object_get(d, "started_time"), json_integer_value(json_object_get(d, "started"))),
+		    "status: daemon.started_time");
+	json_decref(st);
+}
 
 KTEST(daemon_restart_unverified_policy_keeps_last_good)
 {
@@ -42,6 +76,7 @@ KTEST(daemon_restart_unverified_policy_keeps_last_good)
 				 f.d.ws));
 	if (!ASSERT_TRUE(resp != NULL, "attach --bundle"))
 		goto out;
+	check_shown_times(resp);
 	snprintf(rid, sizeof(rid), "%s", json_string_value(json_object_get(json_object_get(resp, "run"), "run_id")));
 	json_decref(resp);
 	ASSERT_STREQ(df_ask(&a, "open %s", f.d.outside), "EACCES", "denied under the bundle's policy");
@@ -63,6 +98,7 @@ KTEST(daemon_restart_unverified_policy_keeps_last_good)
 		ASSERT_TRUE(json_string_length(json_object_get(pol, "unverified")) > 0, "runs: why");
 		ASSERT_EQ(json_integer_value(json_object_get(pol, "version")), 2, "the last good version");
 		ASSERT_STREQ(json_string_value(json_object_get(pol, "name")), name, "the policy's name");
+		ASSERT_TRUE(shown_time_sec(json_object_get(run, "started")) > 0, "runs: started in the one time form");
 		json_decref(run);
 	}
 	/* the last good policy still holds, both ways */

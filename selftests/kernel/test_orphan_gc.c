@@ -1,11 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
-/* SIGKILL the launcher: the run stays confined (pinned engine); `custode gc` reaps it. */
+/*
+ * SIGKILL the launcher: the run stays confined (pinned engine); `custode gc`
+ * reaps it. gc --json is one document (docs/output.md): an array, empty when
+ * there is nothing to reap. Its text on stderr: test_daemon_restart.c.
+ */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
 #include "ktest.h"
+
+/* gc --json's output is one array holding a successful "reaped orphaned run" */
+static bool gc_reaped(const char *out)
+{
+	json_t *reaped = json_loads(out, 0, NULL), *o;
+	bool seen = false;
+	size_t i;
+
+	json_array_foreach(reaped, i, o)
+		seen |= !strcmp(json_string_value(json_object_get(o, "action")) ?: "", "reaped orphaned run") &&
+			json_is_true(json_object_get(o, "ok"));
+	json_decref(reaped);
+	return seen;
+}
 
 KTEST(orphan_stays_confined_and_gc_reaps)
 {
@@ -16,7 +36,7 @@ KTEST(orphan_stays_confined_and_gc_reaps)
 	int pid = 0, st;
 	char *argv[] = {(char *)ktest_custode(), "run", "--workspace", NULL, "--", (char *)ktest_tprobe(), "wait-open",
 			NULL, "r", NULL};
-	char *gc[] = {(char *)ktest_custode(), "gc", NULL};
+	char *gc[] = {(char *)ktest_custode(), "gc", "--json", NULL};
 
 	ktest_need_lsm();
 	if (!ASSERT_TRUE(ktest_make_dirs(&d), "fixture"))
@@ -33,6 +53,7 @@ KTEST(orphan_stays_confined_and_gc_reaps)
 	/* gc leaves a live launcher's run alone */
 	ktest_run(gc, -1, 30000, &r);
 	ASSERT_EQ(r.code, 0, "gc with a live launcher");
+	ASSERT_STREQ(r.out, "[]\n", "gc --json: nothing reaped, an empty array");
 	ASSERT_TRUE(ktest_pid_alive(pid), "live run not reaped");
 
 	kill(p.pid, SIGKILL);
@@ -44,7 +65,8 @@ KTEST(orphan_stays_confined_and_gc_reaps)
 
 	ktest_run(gc, -1, 30000, &r);
 	ASSERT_EQ(r.code, 0, "gc exit");
-	ASSERT_CONTAINS(r.err, "reaped orphaned run", "gc reports the reap");
+	if (!ASSERT_TRUE(gc_reaped(r.out), "gc --json: one array, the reap in it"))
+		ktest_log("gc stdout: %.200s", r.out);
 	for (int i = 0; i < 100 && ktest_pid_alive(pid); i++)
 		usleep(20000);
 	ASSERT_TRUE(!ktest_pid_alive(pid), "orphan's process killed");

@@ -120,6 +120,8 @@ KTEST(seccomp_toolchain_works)
 			     "echo ok-$(date +%Y | wc -c)";
 	const char *expect = "6\n65534\nb\nok-5\n";
 	char *list[] = {(char *)ktest_custode(), "profiles", "--json", NULL};
+	json_t *rows, *o;
+	size_t i;
 	int n = 0;
 
 	ktest_need_cgroup_bpf();
@@ -127,23 +129,22 @@ KTEST(seccomp_toolchain_works)
 		return;
 	pol = pu_policy(d.root, "proc-limits", PROC_LIMITS);
 	ASSERT_EQ(ktest_run(list, -1, 30000, &prof), 0, "custode profiles");
-	for (char *save = NULL, *line = strtok_r(prof.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		json_t *o = json_loads(line, 0, NULL);
+	rows = json_loads(prof.out, 0, NULL); /* one document, an array (docs/output.md) */
+	ASSERT_TRUE(json_is_array(rows), "profiles --json: one JSON array");
+	json_array_foreach(rows, i, o) {
 		const char *name = json_string_value(json_object_get(o, "name"));
 		char what[128];
 
-		if (!name || (json_integer_value(json_object_get(o, "rules")) > 0 && !ktest_in_guest())) {
-			json_decref(o);
+		if (!name || (json_integer_value(json_object_get(o, "rules")) > 0 && !ktest_in_guest()))
 			continue;
-		}
 		ktest_run(pu_argv(ARGS("--profile", name, "--workspace", d.ws), ARGS("/bin/sh", "-c", script)), -1, 120000, &r);
 		snprintf(what, sizeof(what), "profile %s: exit (stderr: %.200s)", name, r.err);
 		ASSERT_EQ(r.code, 0, what);
 		snprintf(what, sizeof(what), "profile %s: output", name);
 		ASSERT_STREQ(r.out, expect, what);
 		n++;
-		json_decref(o);
 	}
+	json_decref(rows);
 	ASSERT_TRUE(n >= (ktest_in_guest() ? 4 : 1), "every profile that can run here was run");
 	if (ktest_in_guest()) {
 		ktest_run(pu_argv(ARGS("--policy", pol), ARGS("/bin/sh", "-c", script)), -1, 120000, &r);

@@ -214,3 +214,23 @@ Test(util_time, duration_malformed_refused)
 	cr_expect_eq(custode_duration_parse("9223372036854775807w", &v), -ERANGE);
 	cr_expect_eq(v, UNTOUCHED, "output written on failure");
 }
+
+/* What every output prints (docs/output.md): six digits, always, from nanoseconds or whole seconds. */
+Test(util_time, show_one_form)
+{
+	char buf[CUSTODE_TIME_LEN];
+	int64_t sec;
+
+	cr_expect_str_eq(custode_time_show(WALL_2026 * NS + 123456789, buf, sizeof(buf)), "2026-01-01T00:00:00.123456Z");
+	cr_expect_str_eq(custode_time_show(WALL_2026 * NS, buf, sizeof(buf)), "2026-01-01T00:00:00.000000Z");
+	cr_expect_str_eq(custode_time_show(-1, buf, sizeof(buf)), "1969-12-31T23:59:59.999999Z");
+	cr_expect_str_eq(custode_time_show_sec(WALL_2026 + 36000 + 61, buf, sizeof(buf)), "2026-01-01T10:01:01.000000Z");
+	cr_expect_str_eq(custode_time_show_sec(0, buf, sizeof(buf)), "1970-01-01T00:00:00.000000Z");
+	cr_expect_str_eq(custode_time_show_sec(253402300799, buf, sizeof(buf)), "9999-12-31T23:59:59.000000Z",
+			 "seconds past 2262: no overflow through nanoseconds");
+	cr_expect_str_eq(custode_time_show_sec(INT64_MAX, buf, sizeof(buf)), "@9223372036854775807");
+	/* the same length whatever the source, and the parser takes it back */
+	cr_expect_eq(strlen(custode_time_show_sec(1709251199, buf, sizeof(buf))), 27);
+	cr_assert_eq(custode_time_parse(buf, CUSTODE_TIME_SHOW_DIGITS, &sec, NULL), 0, "%s", buf);
+	cr_expect_eq(sec, 1709251199);
+}

@@ -314,8 +314,7 @@ static json_t *attach_result(struct custode_engine *e, const struct custode_atta
 	if (r->not_after) {
 		json_t *pol = json_object_get(o, "policy");
 
-		json_object_set_new(pol, "not_before", json_integer(r->not_before));
-		json_object_set_new(pol, "not_after", json_integer(r->not_after));
+		custode_bundle_window_json(pol, r->not_before, r->not_after);
 	}
 	json_object_set_new(json_object_get(o, "policy"), "digest", json_string(r->digest));
 	json_object_set_new(o, "level", json_integer(a->level));

@@ -316,7 +316,7 @@ int custode_cmd_runs(int argc, char **argv)
 	if (json) {
 		print_json(runs);
 	} else {
-		printf("%-16s  %-8s  %-9s  %-28s  %-20s  %8s  %s\n", "RUN", "KIND", "STATE", "POLICY", "STARTED", "DENIALS",
+		printf("%-16s  %-8s  %-9s  %-28s  %-27s  %8s  %s\n", "RUN", "KIND", "STATE", "POLICY", "STARTED", "DENIALS",
 		       "CGROUP");
 		json_array_foreach(runs, i, r) {
 			const json_t *pol = json_object_get(r, "policy");
@@ -325,7 +325,7 @@ int custode_cmd_runs(int argc, char **argv)
 			snprintf(polbuf, sizeof(polbuf), "%s v%lld%s", json_object_get(pol, "name") ? jstr(pol, "name") : "?",
 				 (long long)json_integer_value(json_object_get(pol, "version")),
 				 json_is_false(json_object_get(pol, "verified")) ? " (unverified)" : "");
-			printf("%-16s  %-8s  %-9s  %-28s  %-20s  %8lld  %s\n", jstr(r, "run_id"), jstr(r, "kind"),
+			printf("%-16s  %-8s  %-9s  %-28s  %-27s  %8lld  %s\n", jstr(r, "run_id"), jstr(r, "kind"),
 			       jstr(r, "state"), polbuf, json_is_string(json_object_get(r, "started")) ? jstr(r, "started") : "-",
 			       (long long)json_integer_value(json_object_get(json_object_get(r, "denials"), "total")),
 			       json_is_string(json_object_get(r, "cgroup")) ? jstr(r, "cgroup") : "-");

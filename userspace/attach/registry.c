@@ -301,9 +301,9 @@ static json_t *classes_json(__u32 flags)
 
 static json_t *time_json(int64_t t)
 {
-	char buf[32];
+	char buf[CUSTODE_TIME_LEN];
 
-	return t > 0 ? json_string(custode_time_format(t, buf, sizeof(buf))) : json_null();
+	return t > 0 ? json_string(custode_time_show_sec(t, buf, sizeof(buf))) : json_null();
 }
 
 /* Is the launcher of a run alive? Its lock is held. */

@@ -149,10 +149,10 @@ static int check_window(int64_t not_before, int64_t not_after, int64_t now, unsi
 		early = INT64_MIN;
 	if (late < not_before)
 		return REFUSE(why, EKEYREJECTED, NOT_YET_VALID, "notBefore %s is in the future (now %s, skew %u s)",
-			      custode_time_format(not_before, a, sizeof(a)), custode_time_format(now, b, sizeof(b)), skew);
+			      custode_time_show_sec(not_before, a, sizeof(a)), custode_time_show_sec(now, b, sizeof(b)), skew);
 	if (early >= not_after)
 		return REFUSE(why, EKEYEXPIRED, EXPIRED, "notAfter %s has passed (now %s, skew %u s)",
-			      custode_time_format(not_after, a, sizeof(a)), custode_time_format(now, b, sizeof(b)), skew);
+			      custode_time_show_sec(not_after, a, sizeof(a)), custode_time_show_sec(now, b, sizeof(b)), skew);
 	return 0;
 }
 

@@ -271,8 +271,8 @@ static void verify_print(const struct verify_opts *o, const struct custode_bundl
 	if (o->json) {
 		json_t *j = json_pack("{s:b, s:s, s:I, s:s, s:s, s:s, s:s, s:o, s:s, s:s?}", "verified", 1, "name", info->name,
 				      "version", (json_int_t)info->version, "contentDigest", info->digest, "payloadSha256",
-				      info->payload_sha256, "notBefore", custode_time_format(info->not_before, a, sizeof(a)),
-				      "notAfter", custode_time_format(info->not_after, b, sizeof(b)), "signers",
+				      info->payload_sha256, "notBefore", custode_time_show_sec(info->not_before, a, sizeof(a)),
+				      "notAfter", custode_time_show_sec(info->not_after, b, sizeof(b)), "signers",
 				      signers_json(info, trust), "floor", floor, "stateDir", o->no_state ? NULL : o->state_dir);
 		if (j) {
 			json_dumpf(j, stdout, JSON_COMPACT);
@@ -293,8 +293,8 @@ static void verify_print(const struct verify_opts *o, const struct custode_bundl
 		}
 		putchar('\n');
 	}
-	printf("  valid     %s .. %s\n", custode_time_format(info->not_before, a, sizeof(a)),
-	       custode_time_format(info->not_after, b, sizeof(b)));
+	printf("  valid     %s .. %s\n", custode_time_show_sec(info->not_before, a, sizeof(a)),
+	       custode_time_show_sec(info->not_after, b, sizeof(b)));
 	if (!strcmp(floor, "raised"))
 		printf("  floor     raised to %llu in %s\n", (unsigned long long)info->version, o->state_dir);
 	else if (!strcmp(floor, "unchanged"))
@@ -458,8 +458,8 @@ static int cmd_inspect(int argc, char **argv)
 						      r->digest_ok));
 			if (r->schema_ok && r->window_present) {
 				json_object_set_new(o, "notBefore",
-						    json_string(custode_time_format(r->info.not_before, a, sizeof(a))));
-				json_object_set_new(o, "notAfter", json_string(custode_time_format(r->info.not_after, b, sizeof(b))));
+						    json_string(custode_time_show_sec(r->info.not_before, a, sizeof(a))));
+				json_object_set_new(o, "notAfter", json_string(custode_time_show_sec(r->info.not_after, b, sizeof(b))));
 			}
 			json_object_set_new(o, "window", json_string(r->schema_ok ? window_name(r) : "unknown"));
 			json_object_set(o, "payload", payload_doc ? payload_doc : json_null());
@@ -497,8 +497,8 @@ static int cmd_inspect(int argc, char **argv)
 		else if (r->schema_ok)
 			printf("contentDigest  missing (content is %s)\n", r->digest_computed);
 		if (r->schema_ok && r->window_present)
-			printf("validity       %s .. %s (%s)\n", custode_time_format(r->info.not_before, a, sizeof(a)),
-			       custode_time_format(r->info.not_after, b, sizeof(b)),
+			printf("validity       %s .. %s (%s)\n", custode_time_show_sec(r->info.not_before, a, sizeof(a)),
+			       custode_time_show_sec(r->info.not_after, b, sizeof(b)),
 			       !strcmp(window_name(r), "current") ? "current" : window_name(r));
 		else if (r->schema_ok)
 			printf("validity       missing (a bundle must have notBefore/notAfter)\n");

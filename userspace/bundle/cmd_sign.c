@@ -329,8 +329,8 @@ int custode_bundle_cmd_sign(int argc, char **argv)
 	{
 		char a[32], b[32];
 		fprintf(stderr, "custode: bundle sign: %s version %llu, %s, valid %s .. %s, %zu signature%s\n", info->name,
-			(unsigned long long)info->version, info->digest, custode_time_format(info->not_before, a, sizeof(a)),
-			custode_time_format(info->not_after, b, sizeof(b)), n_sigs, n_sigs == 1 ? "" : "s");
+			(unsigned long long)info->version, info->digest, custode_time_show_sec(info->not_before, a, sizeof(a)),
+			custode_time_show_sec(info->not_after, b, sizeof(b)), n_sigs, n_sigs == 1 ? "" : "s");
 		if (info->not_after <= now)
 			fprintf(stderr, "custode: bundle sign: warning: this bundle has already expired\n");
 	}

@@ -19,6 +19,7 @@
 #include "bundle/source.h"
 #include "policy/profiles.h"
 #include "util/fsutil.h"
+#include "util/time.h"
 
 /* sha256 of the JCS form of the document's content (what contentDigest means). */
 void custode_policy_content_digest(const char *text, size_t len, char out[80])
@@ -189,5 +190,17 @@ int custode_source_bundle(const char *path, const char *name, const struct custo
 	r->not_after = info.not_after;
 	if (info_out)
 		*info_out = info;
+	return 0;
+}
+
+int custode_bundle_window_json(json_t *o, int64_t not_before, int64_t not_after)
+{
+	char a[CUSTODE_TIME_LEN], b[CUSTODE_TIME_LEN];
+
+	if (json_object_set_new(o, "not_before_time", json_string(custode_time_show_sec(not_before, a, sizeof(a)))) ||
+	    json_object_set_new(o, "not_after_time", json_string(custode_time_show_sec(not_after, b, sizeof(b)))) ||
+	    json_object_set_new(o, "not_before", json_integer(not_before)) ||
+	    json_object_set_new(o, "not_after", json_integer(not_after)))
+		return -ENOMEM;
 	return 0;
 }

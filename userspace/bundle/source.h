@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
+#include <jansson.h>
 
 #include "bundle/bundle.h"
 #include "policy/policy.h"
@@ -41,6 +42,14 @@ struct custode_resolved_policy {
 void custode_policy_content_digest(const char *text, size_t len, char out[80]);
 
 /* A built-in profile. */
+/*
+ * A bundle's validity window into o, for receipts and `custode attach`:
+ * not_before_time/not_after_time as RFC 3339 (docs/output.md), and
+ * not_before/not_after as Unix seconds, deprecated, kept for readers that
+ * already parse them. 0, or -ENOMEM.
+ */
+int custode_bundle_window_json(json_t *o, int64_t not_before, int64_t not_after);
+
 int custode_source_profile(const char *name, struct custode_resolved_policy *r, struct custode_refusal *why);
 
 /*

@@ -202,7 +202,7 @@ static int compare(const struct custode_bundle_floor *f, const struct custode_bu
 		return custode_refuse(why, EKEYREVOKED, CUSTODE_REASON_BUNDLE_ROLLBACK,
 				      "%s version %llu is below the accepted floor %llu (accepted %s)", info->name,
 				      (unsigned long long)info->version, (unsigned long long)f->version,
-				      custode_time_format(f->accepted_at, ts, sizeof(ts)));
+				      custode_time_show_sec(f->accepted_at, ts, sizeof(ts)));
 	if (info->version == f->version) {
 		if (strcmp(info->digest, f->digest))
 			return custode_refuse(why, EKEYREVOKED, CUSTODE_REASON_BUNDLE_ROLLBACK,

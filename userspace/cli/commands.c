@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "util/exit.h"
 #include "engine/engine.h"
 #include "engine/maps.h"
@@ -16,6 +17,7 @@
 #include "policy/policy.h"
 #include "policy/profiles.h"
 #include "util/reasons.h"
+#include "util/time.h"
 #include "util/usage.h"
 
 static void engine_usage(FILE *f)
@@ -155,7 +157,7 @@ int custode_cmd_engine(int argc, char **argv)
 		return 0;
 	if (err) {
 		if (!strcmp(verb, "status") && json && why.reason == CUSTODE_REASON_ENGINE_MISSING) {
-			printf("{\"loaded\":false}\n");
+			printf("{\"loaded\":false}\n"); /* a document still, for scripts */
 			return EXIT_REFUSED;
 		}
 		goto fail;
@@ -169,6 +171,7 @@ int custode_cmd_engine(int argc, char **argv)
 	{
 		struct custode_stats st = {0};
 		int runs = custode_engine_count_runs(&e);
+		char when[CUSTODE_TIME_LEN];
 		json_t *o;
 
 		custode_engine_get_stats(&e, &st);
@@ -177,6 +180,8 @@ int custode_cmd_engine(int argc, char **argv)
 			      "cgroup_root_id", (json_int_t)e.meta.root_cgroup_id, "runs", runs, "events",
 			      (json_int_t)st.events, "events_dropped", (json_int_t)st.events_dropped, "loaded_at",
 			      (json_int_t)e.meta.loaded_at);
+		json_object_set_new(o, "loaded_at_time",
+				    json_string(custode_time_show_sec((int64_t)e.meta.loaded_at, when, sizeof(when))));
 		json_object_set_new(o, "cgroup_root", json_string(e.cg_root));
 		{
 			int rc = custode_engine_run_cache();
@@ -184,14 +189,10 @@ int custode_cmd_engine(int argc, char **argv)
 					    json_string(rc > 0 ? "cgroup-storage" : rc == 0 ? "off" : "absent"));
 		}
 		json_object_set_new(o, "entries", map_entries());
-		if (json) {
-			json_dumpf(o, stdout, JSON_COMPACT);
-			putchar('\n');
-		} else {
-			char *text = json_dumps(o, JSON_INDENT(2));
-			puts(text);
-			free(text);
-		}
+		if (json)
+			custode_print_document(o, stdout);
+		else
+			custode_print_engine_status(o, stdout);
 		json_decref(o);
 	}
 	custode_engine_close(&e);
@@ -225,6 +226,7 @@ int custode_cmd_profiles(int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
 	bool json = false;
+	json_t *rows;
 	int c;
 
 	if (argc > 1 && !strcmp(argv[1], "show"))
@@ -245,20 +247,22 @@ int custode_cmd_profiles(int argc, char **argv)
 	}
 	if (optind < argc)
 		return custode_usage_extra_arg("profiles", EXIT_USAGE, argv[optind]);
+	rows = json_array();
 	for (const struct custode_builtin_profile *p = custode_builtin_profiles; p->name; p++) {
 		struct custode_policy *pol = NULL;
 		struct custode_refusal why;
 		if (custode_policy_parse(p->text, p->len, &pol, &why)) {
 			fprintf(stderr, "custode: profiles: built-in '%s' is invalid: %s\n", p->name, why.detail);
+			json_decref(rows);
 			return 1;
 		}
-		if (json)
-			printf("{\"name\":\"%s\",\"policy\":\"%s\",\"version\":%llu,\"rules\":%zu}\n", p->name, pol->name,
-			       (unsigned long long)pol->version, pol->n_fs);
-		else
-			printf("%-16s %s v%llu, %zu filesystem rules\n", p->name, pol->name,
-			       (unsigned long long)pol->version, pol->n_fs);
+		json_array_append_new(rows, custode_profile_row(p->name, pol->name, pol->version, pol->n_fs));
 		custode_policy_free(pol);
 	}
+	if (json)
+		custode_print_document(rows, stdout);
+	else
+		custode_print_profiles(rows, stdout);
+	json_decref(rows);
 	return 0;
 }

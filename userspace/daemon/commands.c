@@ -12,6 +12,7 @@
 #include "daemon/stream.h"
 #include "engine/maps.h"
 #include "metrics/metrics.h"
+#include "util/time.h"
 
 /* ---- control commands ---- */
 
@@ -125,6 +126,11 @@ static json_t *cmd_status(struct custode_service *v)
 			 (json_int_t)clients, "followers", (json_int_t)followers);
 	if (st) {
 		json_t *sj = json_object_get(st, "stream"), *cj = json_object_get(st, "control");
+		char when[CUSTODE_TIME_LEN];
+
+		/* "started" stays Unix seconds, deprecated (docs/output.md) */
+		json_object_set_new(json_object_get(st, "daemon"), "started_time",
+				    json_string(custode_time_show_sec(v->o.started, when, sizeof(when))));
 
 		json_object_set_new(sj, "file_reopens", json_integer((json_int_t)ss.file_reopens));
 		json_object_set_new(sj, "resolver_records", json_integer((json_int_t)ss.injected));

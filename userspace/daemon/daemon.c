@@ -80,7 +80,7 @@ static void stream_decision(struct custode_stream *s, const struct custode_resol
 	json_t *o, *addrs = json_array();
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	custode_time_format_ns((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, 6, when, sizeof(when));
+	custode_time_show((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, when, sizeof(when));
 	custode_run_id_format(d->run_id, hex);
 	for (size_t i = 0; i < d->n_addrs; i++)
 		json_array_append_new(addrs, json_string(custode_addr_format(d->addrs[i], a, sizeof(a))));
@@ -108,7 +108,7 @@ static void log_decision(void *ctx, const struct custode_resolver_decision *d)
 	if (!lg->verbose && !d->reason && !d->dropped)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	custode_time_format(ts.tv_sec, when, sizeof(when));
+	custode_time_show((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, when, sizeof(when));
 	custode_run_id_format(d->run_id, hex);
 	addrs = json_array();
 	for (size_t i = 0; i < d->n_addrs; i++)

@@ -182,8 +182,8 @@ void stream_throttle_flush(struct custode_stream *s, uint64_t window_ns)
 			continue;
 		run_id = stream_run_id_of(s, key.run_cgid, &version);
 		custode_run_id_format(run_id, hex);
-		custode_time_format_ns((int64_t)now + s->boot_to_wall, 6, when, sizeof(when));
-		custode_time_format_ns((int64_t)val.window_start_ns + s->boot_to_wall, 6, since, sizeof(since));
+		custode_time_show((int64_t)now + s->boot_to_wall, when, sizeof(when));
+		custode_time_show((int64_t)val.window_start_ns + s->boot_to_wall, since, sizeof(since));
 		ev = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:{s:I}, s:{s:I, s:I, s:s, s:I}}", "version",
 			       CUSTODE_EVENT_VERSION, "type", "throttle", "source", "daemon", "time", when, "run_id", hex,
 			       "reason", custode_reason_name((int)key.reason) ? custode_reason_name((int)key.reason) : "unknown",
@@ -255,7 +255,7 @@ void stream_drops_check(struct custode_stream *s, bool baseline)
 		struct timespec now;
 
 		clock_gettime(CLOCK_REALTIME, &now);
-		custode_time_format_ns(now.tv_sec * 1000000000LL + now.tv_nsec, 6, when, sizeof(when));
+		custode_time_show(now.tv_sec * 1000000000LL + now.tv_nsec, when, sizeof(when));
 	}
 	ev = json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:o}", "version", CUSTODE_EVENT_VERSION, "type", "dropped",
 		       "source", "daemon", "time", when, "count", (json_int_t)(total - s->last_dropped), "total",

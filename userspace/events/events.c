@@ -172,8 +172,8 @@ static json_t *throttle_to_json(const struct custode_event *ev, int64_t boot_to_
 	json_t *o;
 
 	custode_run_id_format(ev->run_id, hex);
-	custode_time_format_ns((int64_t)ev->boot_ns + boot_to_wall_ns, 6, when, sizeof(when));
-	custode_time_format_ns((int64_t)ev->obj.throttle.since_ns + boot_to_wall_ns, 6, since, sizeof(since));
+	custode_time_show((int64_t)ev->boot_ns + boot_to_wall_ns, when, sizeof(when));
+	custode_time_show((int64_t)ev->obj.throttle.since_ns + boot_to_wall_ns, since, sizeof(since));
 	o = json_pack("{s:i, s:s, s:s, s:I, s:s, s:I, s:s, s:s, s:s, s:b, s:{s:I}, s:{s:I, s:I, s:s}}", "version",
 		      ev->version, "type", "throttle", "source", "kernel", "seq", (json_int_t)ev->seq, "time", when,
 		      "boot_ns", (json_int_t)ev->boot_ns, "run_id", hex, "hook", hook ? hook : "unknown", "reason",
@@ -210,7 +210,7 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 	reason = custode_reason_name(ev->reason);
 	hook = custode_hook_name(ev->hook);
 	custode_run_id_format(ev->run_id, hex);
-	custode_time_format_ns((int64_t)ev->boot_ns + boot_to_wall_ns, 6, when, sizeof(when));
+	custode_time_show((int64_t)ev->boot_ns + boot_to_wall_ns, when, sizeof(when));
 	jcomm = bytes_string(ev->comm, strnlen(ev->comm, sizeof(ev->comm)), &escaped);
 	o = json_pack("{s:i, s:s, s:I, s:s, s:I, s:s, s:I, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:I}", "version",
 		      ev->version, "type", "decision", "seq", (json_int_t)ev->seq, "time", when, "boot_ns",

@@ -23,7 +23,7 @@ const char *custode_hook_name(int hook);
 
 /*
  * A record's "time" is RFC 3339 UTC with microseconds,
- * "2026-01-01T00:00:00.123456Z": util/time.h, custode_time_format_ns(ns, 6, ...).
+ * "2026-01-01T00:00:00.123456Z": util/time.h, custode_time_show(), the form of every shown time.
  */
 /* CLOCK_REALTIME - CLOCK_BOOTTIME, in ns: what turns a record's boot_ns into wall time. */
 int64_t custode_boot_to_wall_ns(void);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <jansson.h>
 
 #include "cgroup/cgroup.h"
 #include "util/exit.h"
@@ -25,7 +26,7 @@ static void usage(FILE *f)
 		   "unregistered; until then it stays confined. Also removes registrations\n"
 		   "whose cgroup no longer exists.\n"
 		   "\n"
-		   "  --json   one JSON object per reaped run on stdout\n"
+		   "  --json   one JSON array on stdout, an object per reaped run\n"
 		   "  --help   this text\n"
 		   "\n"
 		   "Exit: 0 done (nothing to reap, or no engine loaded), 1 some run could not be\n"
@@ -34,13 +35,13 @@ static void usage(FILE *f)
 		   "gc on a host where no run has started yet succeeds.\n");
 }
 
-/* gc's reporter: one JSON object per run on stdout, or a line on stderr. */
+/* gc's reporter: ctx is the --json document (docs/output.md) each reap is added to, or NULL for a line on stderr. */
 static void gc_report(void *ctx, const char *hex, const char *what, int err)
 {
-	bool json = *(bool *)ctx;
+	json_t *json = ctx;
 
 	if (json)
-		printf("{\"run_id\":\"%s\",\"action\":\"%s\",\"ok\":%s}\n", hex, what, err ? "false" : "true");
+		json_array_append_new(json, json_pack("{s:s, s:s, s:b}", "run_id", hex, "action", what, "ok", !err));
 	else if (err)
 		fprintf(stderr, "custode: gc: run %s: %s failed: %s\n", hex, what, strerror(-err));
 	else
@@ -190,6 +191,7 @@ int custode_cmd_gc(int argc, char **argv)
 	struct custode_refusal why = {0};
 	struct custode_engine e;
 	bool json = false;
+	json_t *reaped;
 	int c, failed;
 
 	custode_getopt_start();
@@ -206,12 +208,22 @@ int custode_cmd_gc(int argc, char **argv)
 	if (optind < argc)
 		return custode_usage_extra_arg("gc", EXIT_USAGE, argv[optind]);
 	if (custode_host_prepare(&e, &why) || custode_engine_open(&e, 0, 0, &why)) {
-		if (why.reason == CUSTODE_REASON_ENGINE_MISSING)
+		if (why.reason == CUSTODE_REASON_ENGINE_MISSING) {
+			if (json)
+				printf("[]\n");
 			return 0; /* no engine, nothing registered, nothing to reap */
+		}
 		fprintf(stderr, "custode: gc: %s: %s\n", custode_reason_name(why.reason), why.detail);
 		return EXIT_REFUSED;
 	}
-	failed = custode_run_reap_orphans(&e, gc_report, &json);
+	/* --json: one document, every reap in it */
+	reaped = json ? json_array() : NULL;
+	failed = custode_run_reap_orphans(&e, gc_report, reaped);
 	custode_engine_close(&e);
+	if (reaped) {
+		json_dumpf(reaped, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(reaped);
+	}
 	return failed ? 1 : 0;
 }

@@ -17,12 +17,12 @@
 #include "util/reasons.h"
 #include "util/time.h"
 
-/* RFC 3339 UTC with milliseconds, as receipts have always written it */
+/* RFC 3339 UTC with microseconds, as every output shows a time (docs/output.md) */
 static json_t *rfc3339(int64_t ns)
 {
 	char buf[CUSTODE_TIME_LEN];
 
-	return json_string(custode_time_format_ns(ns, 3, buf, sizeof(buf)));
+	return json_string(custode_time_show(ns, buf, sizeof(buf)));
 }
 
 static json_t *strings(const char *const *v, size_t n)

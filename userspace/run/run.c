@@ -74,12 +74,15 @@ struct launch {
 /* What the receipt says of a bundle beyond the policy: its payload, window and signers. */
 static json_t *bundle_receipt(const struct custode_bundle_info *info)
 {
-	json_t *signers = json_array();
+	json_t *signers = json_array(), *o;
 
 	for (size_t i = 0; i < info->n_signers; i++)
 		json_array_append_new(signers, json_string(info->signers[i].key_id));
-	return json_pack("{s:s, s:I, s:I, s:o}", "payload_sha256", info->payload_sha256, "not_before",
-			 (json_int_t)info->not_before, "not_after", (json_int_t)info->not_after, "signers", signers);
+	o = json_pack("{s:s}", "payload_sha256", info->payload_sha256);
+	if (o)
+		custode_bundle_window_json(o, info->not_before, info->not_after);
+	json_object_set_new(o, "signers", signers);
+	return o;
 }
 
 /* The policy of --bundle, --policy or --profile, resolved as every run's is (bundle/source.h). */

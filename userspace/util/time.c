@@ -143,6 +143,17 @@ const char *custode_time_format_ns(int64_t wall_ns, unsigned frac_digits, char *
 	return format(sec, frac, frac_digits, buf, len);
 }
 
+const char *custode_time_show(int64_t wall_ns, char *buf, size_t len)
+{
+	return custode_time_format_ns(wall_ns, CUSTODE_TIME_SHOW_DIGITS, buf, len);
+}
+
+const char *custode_time_show_sec(int64_t sec, char *buf, size_t len)
+{
+	/* not through nanoseconds: a second count past 2262 would overflow them */
+	return format(sec, 0, CUSTODE_TIME_SHOW_DIGITS, buf, len);
+}
+
 int custode_duration_parse(const char *s, int64_t *seconds)
 {
 	static const struct {

@@ -2,8 +2,9 @@
 /*
  * Wall-clock times as RFC 3339 UTC text and durations ("90s", "15m"): the
  * one parser and formatter for policies (notBefore/notAfter), bundles and
- * their state files, event records and `events --since`, receipts and the
- * daemon's logs. Pure functions; custode_mono_ms() alone reads a clock.
+ * their state files, event records and `events --since`, receipts, every
+ * command's output (custode_time_show*) and the daemon's logs. Pure
+ * functions; custode_mono_ms() alone reads a clock.
  */
 #ifndef CUSTODE_UTIL_TIME_H
 #define CUSTODE_UTIL_TIME_H
@@ -40,6 +41,18 @@ const char *custode_time_format(int64_t sec, char *buf, size_t len);
  * stays positive. Returns buf.
  */
 const char *custode_time_format_ns(int64_t wall_ns, unsigned frac_digits, char *buf, size_t len);
+
+/*
+ * The one form of every timestamp custode shows a user (docs/output.md):
+ * RFC 3339 UTC with exactly CUSTODE_TIME_SHOW_DIGITS fraction digits,
+ * truncated — "2026-12-03T18:25:22.854112Z" — whatever the source's
+ * precision. Events, receipts, `runs`, `engine status`, `bundle inspect` and
+ * `bundle verify` all print through these two. Return buf.
+ */
+#define CUSTODE_TIME_SHOW_DIGITS 6
+const char *custode_time_show(int64_t wall_ns, char *buf, size_t len);
+/* The same for a time known to the second (a policy's notBefore, a run's start): ".000000". */
+const char *custode_time_show_sec(int64_t sec, char *buf, size_t len);
 
 /*
  * "90s", "15m", "12h", "30d", "2w": a positive integer and one unit, at most
