@@ -41,6 +41,14 @@ struct custode_resolved_policy {
 /* sha256 of the JCS form of a policy document's "content" ("" if it has none). */
 void custode_policy_content_digest(const char *text, size_t len, char out[80]);
 
+/* The built-in profiles' content digests, computed at build time (tools/gen/profile-digest.c). */
+struct custode_profile_digest {
+	const char *name;
+	const char *digest;
+};
+
+extern const struct custode_profile_digest custode_profile_digests[];
+
 /* A built-in profile. */
 /*
  * A bundle's validity window into o, for receipts and `custode attach`:
