@@ -195,8 +195,8 @@ json_t *custode_receipt_json(const struct custode_receipt *r)
 		json_object_set_new(pol, "content_digest", json_string(r->policy_digest));
 	if (r->bundle)
 		json_object_set(pol, "bundle", (json_t *)r->bundle);
-	if (r->policy_version_at_end && r->policy_version_at_end != (__u32)p->version)
-		json_object_set_new(pol, "version_at_end", json_integer(r->policy_version_at_end));
+	if (r->policy_version_at_end && r->policy_version_at_end != p->version)
+		json_object_set_new(pol, "version_at_end", json_integer((json_int_t)r->policy_version_at_end));
 
 	ex = json_pack("{s:i}", "code", r->exit_code);
 	if (r->wait_status >= 0 && WIFEXITED(r->wait_status))
