@@ -1,20 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Policy versions are 0..2^53-1 everywhere (issue 16): the run value keeps
- * them whole, a live update compares them whole, and the receipt reports the
- * version in force at the end whole. 2^32 + 1 was once stored as 1.
+ * them whole and a live update compares them whole (the receipt's
+ * version_at_end: test_run_receipt.c). 2^32 + 1 was once stored as 1.
  */
 #include <stdint.h>
 #include <string.h>
 #include <criterion/criterion.h>
-#include <jansson.h>
 
 #include "custode/abi.h"
 #include "policy/policy.h"
 #include "run/program.h"
-#include "run/receipt.h"
-#include "run/user.h"
-#include "state/runstate.h"
 
 #define V_2_32_PLUS_1 4294967297ull
 #define V_2_33_PLUS_1 8589934593ull /* the same low 32 bits as V_2_32_PLUS_1 */
@@ -46,42 +42,4 @@ Test(policy_version, adoption_compares_whole_versions)
 	cr_expect_not(custode_program_current(&run, 1), "1 taken for the running 2^32+1");
 	run = run_at(CUSTODE_POLICY_VERSION_MAX);
 	cr_expect(custode_program_current(&run, CUSTODE_POLICY_VERSION_MAX));
-}
-
-static json_t *receipt_at_end(uint64_t started, uint64_t at_end)
-{
-	static struct custode_runstate st;
-	struct custode_policy p = {.name = (char *)"t", .version = started};
-	struct custode_run_user user = {.name = "nobody"};
-	char *argv[] = {(char *)"true", NULL};
-	struct custode_receipt r = {
-		.st = &st,
-		.policy = &p,
-		.policy_source = "bundle",
-		.policy_ref = "t.bundle",
-		.user = &user,
-		.argv = argv,
-		.wait_status = -1,
-		.policy_version_at_end = at_end,
-	};
-
-	return custode_receipt_json(&r);
-}
-
-/* A swap from 2^32+1 to 2^33+1 shows in the receipt: the low halves are equal, the versions are not. */
-Test(policy_version, receipt_version_at_end_whole)
-{
-	json_t *o = receipt_at_end(V_2_32_PLUS_1, V_2_33_PLUS_1), *pol;
-
-	cr_assert_not_null(o);
-	pol = json_object_get(o, "policy");
-	cr_expect_eq(json_integer_value(json_object_get(pol, "version")), (json_int_t)V_2_32_PLUS_1);
-	cr_expect_eq(json_integer_value(json_object_get(pol, "version_at_end")), (json_int_t)V_2_33_PLUS_1,
-		     "version_at_end %lld", (long long)json_integer_value(json_object_get(pol, "version_at_end")));
-	json_decref(o);
-
-	o = receipt_at_end(V_2_32_PLUS_1, V_2_32_PLUS_1);
-	cr_assert_not_null(o);
-	cr_expect_null(json_object_get(json_object_get(o, "policy"), "version_at_end"), "no update, no version_at_end");
-	json_decref(o);
 }
