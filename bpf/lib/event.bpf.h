@@ -83,7 +83,6 @@ static __always_inline void custode_event_init(struct custode_event *ev, __u16 h
 		}
 	}
 	ev->policy_version = run ? run->policy_version : 0;
-	ev->_pad1 = 0;
 }
 
 /*

@@ -10,7 +10,7 @@
 #include "custode/types.h"
 #include "custode/reasons.h"
 
-#define CUSTODE_ABI_VERSION 4 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses) */
+#define CUSTODE_ABI_VERSION 5 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3) */
 
 /* bpffs layout of the pinned engine */
 #define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"
@@ -67,8 +67,7 @@ struct custode_run {
 	__u64 run_id;
 	__u32 ruleset; /* key space of this run's rules in custode_path_rules */
 	__u32 flags;   /* enum custode_run_flags */
-	__u32 policy_version;
-	__u32 _pad0;
+	__u64 policy_version; /* the policy's "version" (docs/policy.md: 0..2^53-1) */
 };
 
 /*

@@ -12,10 +12,12 @@
 
 /*
  * 2: policy_version, the executable's identity (exe_dev, exe_ino) and
- * throttle records (CUSTODE_OBJECT_THROTTLE) after the v1 fields; readers
- * also accept version 1 records (CUSTODE_EVENT_V1_SIZE bytes + path).
+ * throttle records (CUSTODE_OBJECT_THROTTLE) after the v1 fields.
+ * 3: policy_version is 64 bits (in v2 a __u32 followed by 4 bytes of padding;
+ * same size and offsets). Readers also accept versions 1 (CUSTODE_EVENT_V1_SIZE
+ * bytes + path) and 2.
  */
-#define CUSTODE_EVENT_VERSION 2
+#define CUSTODE_EVENT_VERSION 3
 #define CUSTODE_EVENT_V1_SIZE 120
 
 /* The LSM or cgroup hook that made the decision. Stable numbers. */
@@ -179,8 +181,7 @@ struct custode_event {
 	/* version 2 */
 	__u64 exe_dev;     /* the task's executable (mm->exe_file): kernel dev_t, 0 for kernel threads */
 	__u64 exe_ino;
-	__u32 policy_version; /* the run's policy version (custode_run.policy_version) */
-	__u32 _pad1;
+	__u64 policy_version; /* the run's policy version (custode_run.policy_version); v2: __u32 + padding */
 	char path[];       /* obj.file.path_len bytes, NUL-terminated */
 };
 
@@ -190,5 +191,6 @@ _Static_assert(sizeof(struct custode_event_task) == 32, "custode_event_task ABI"
 _Static_assert(sizeof(struct custode_event_throttle) == 32, "custode_event_throttle ABI");
 _Static_assert(sizeof(struct custode_event) == 144, "custode_event ABI");
 _Static_assert(__builtin_offsetof(struct custode_event, exe_dev) == CUSTODE_EVENT_V1_SIZE, "v1 prefix");
+_Static_assert(__builtin_offsetof(struct custode_event, policy_version) == 136, "v2 policy_version offset");
 
 #endif

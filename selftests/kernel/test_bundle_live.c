@@ -35,12 +35,12 @@ static bool sign_doc(struct live *L, const char *doc, const char *file, const ch
 }
 
 /* A version of the test policy: the workspace readable, ws/ok always, ws/secret never, ws/x when x_allowed. */
-static bool sign_version(struct live *L, int version, bool x_allowed, bool sub_allowed, const char *out)
+static bool sign_version(struct live *L, unsigned long long version, bool x_allowed, bool sub_allowed, const char *out)
 {
-	char doc[2048], file[32];
+	char doc[2048], file[48];
 
 	snprintf(doc, sizeof(doc),
-		 "{\"schema\":\"custode.policy/v1\",\"name\":\"%s\",\"version\":%d,\"content\":{\"filesystem\":["
+		 "{\"schema\":\"custode.policy/v1\",\"name\":\"%s\",\"version\":%llu,\"content\":{\"filesystem\":["
 		 "{\"path\":\"/usr\",\"allow\":[\"read\",\"exec\"]},{\"path\":\"/bin\",\"allow\":[\"read\",\"exec\"]},"
 		 "{\"path\":\"/lib\",\"allow\":[\"read\",\"exec\"]},{\"path\":\"/lib64\",\"allow\":[\"read\",\"exec\"]},"
 		 "{\"path\":\"/etc\",\"allow\":[\"read\"]},"
@@ -48,7 +48,7 @@ static bool sign_version(struct live *L, int version, bool x_allowed, bool sub_a
 		 "{\"path\":\"%s/x\",\"allow\":%s},{\"path\":\"%s/sub\",\"allow\":%s}]}}",
 		 L->name, version, L->d.ws, L->d.ws, L->d.ws, x_allowed ? "[\"read\"]" : "[]", L->d.ws,
 		 sub_allowed ? "[\"read\"]" : "[]");
-	snprintf(file, sizeof(file), "policy-v%d.json", version);
+	snprintf(file, sizeof(file), "policy-v%llu.json", version);
 	return sign_doc(L, doc, file, out);
 }
 
@@ -318,6 +318,108 @@ KTEST(bundle_live_update_keeps_every_allow)
 			ASSERT_STREQ(line, "ok", "v2: every grant kept, 17th and 40th included");
 	if (ASSERT_TRUE(ask_connect(&run, BASE + GRANTS, line, sizeof(line)), "ask"))
 		ASSERT_STREQ(line, "EPERM", "v2: a port no grant names (control)");
+	ktest_close_stdin(&run);
+	ktest_wait(&run, 30000);
+	ktest_proc_close(&run);
+out:
+	teardown(&L, &daemon);
+}
+
+/* The policy version `custode runs --json` shows for the run of policy `name` (its id into rid); -1 if none. */
+static long long runs_version(const char *name, char rid[17])
+{
+	static struct ktest_result r;
+	char *argv[] = {(char *)ktest_custode(), "runs", "--json", NULL};
+	long long version = -1;
+	json_t *runs, *e;
+	size_t i;
+
+	if (ktest_run(argv, -1, 30000, &r) != 0 || !(runs = json_loads(r.out, 0, NULL)))
+		return -1;
+	json_array_foreach(runs, i, e) {
+		const json_t *pol = json_object_get(e, "policy");
+		const char *n = json_string_value(json_object_get(pol, "name"));
+
+		if (!n || strcmp(n, name))
+			continue;
+		version = json_integer_value(json_object_get(pol, "version"));
+		snprintf(rid, 17, "%s", json_string_value(json_object_get(e, "run_id")));
+	}
+	json_decref(runs);
+	return version;
+}
+
+/* The policy version of the run's first decision with `reason` in `custode events --json --run`; -1 if none yet. */
+static long long events_version(const char *rid, const char *reason)
+{
+	static struct ktest_result r;
+	char *argv[] = {(char *)ktest_custode(), "events", "--json", "--run", (char *)rid, NULL};
+	long long version = -1;
+
+	if (ktest_run(argv, -1, 30000, &r) != 0)
+		return -1;
+	for (char *save = NULL, *l = strtok_r(r.out, "\n", &save); l && version < 0; l = strtok_r(NULL, "\n", &save)) {
+		json_t *o = json_loads(l, 0, NULL);
+		const char *why = json_string_value(json_object_get(o, "reason"));
+
+		if (why && !strcmp(why, reason))
+			version = json_integer_value(json_object_get(json_object_get(o, "policy"), "version"));
+		json_decref(o);
+	}
+	return version;
+}
+
+static long long events_version_until(const char *rid, const char *reason)
+{
+	long end = kt_ms() + ktest_slack(30000);
+	long long v;
+
+	while ((v = events_version(rid, reason)) < 0 && kt_ms() < end)
+		usleep(200000);
+	return v;
+}
+
+/*
+ * Policy versions above 2^32-1 (issue 16): the engine kept 32 bits, so a run
+ * at 2^32+1 showed as v1 in `custode runs` and its records, and a live update
+ * to 2^33+1 (the same low 32 bits) was taken for the version already running
+ * and never applied. Both versions must show whole and the update must land.
+ */
+KTEST(bundle_live_version_above_32_bits)
+{
+	static const unsigned long long v1 = 4294967297ull, v2 = 8589934593ull;
+	struct live L;
+	struct ktest_proc daemon, run;
+	char b1[500], b2[500], line[128], f_x[500], f_secret[500], rid[17] = "";
+	char *argv[] = {(char *)ktest_custode(), "run", "--bundle", b1, "--trust", NULL, "--workspace", NULL, "--",
+			(char *)ktest_tprobe(), "repl", NULL};
+
+	if (!setup(&L, &daemon))
+		return;
+	snprintf(b1, sizeof(b1), "%s/big-v1.json", L.d.root);
+	snprintf(b2, sizeof(b2), "%s/big-v2.dsse.json", L.dir);
+	snprintf(f_x, sizeof(f_x), "%s/x", L.d.ws);
+	snprintf(f_secret, sizeof(f_secret), "%s/secret/f", L.d.ws);
+	if (!ASSERT_TRUE(sign_version(&L, v1, true, true, b1), "sign 2^32+1"))
+		goto out;
+	argv[5] = L.pub;
+	argv[7] = L.d.ws;
+	if (!ASSERT_EQ(ktest_spawn(argv, -1, &run), 0, "run under 2^32+1") ||
+	    !ASSERT_TRUE(ktest_read_line(run.out, line, sizeof(line), 60000), "ready"))
+		goto out;
+	if (ASSERT_TRUE(ask(&run, f_secret, line, sizeof(line)), "ask"))
+		ASSERT_STREQ(line, "EACCES", "a denial, for a record");
+	if (ASSERT_TRUE(ask(&run, f_x, line, sizeof(line)), "ask"))
+		ASSERT_STREQ(line, "ok", "2^32+1 grants ws/x");
+	ASSERT_EQ(runs_version(L.name, rid), (long long)v1, "custode runs --json: the run's version, whole");
+	if (ASSERT_TRUE(rid[0], "the run is listed"))
+		ASSERT_EQ(events_version_until(rid, "file.read.denied"), (long long)v1,
+			  "custode events --json: the record's policy version, whole");
+
+	/* 2^33+1 denies ws/x: the daemon must see it is not the version running */
+	ASSERT_TRUE(sign_version(&L, v2, false, true, b2), "sign 2^33+1 into the directory");
+	ASSERT_TRUE(ask_until(&run, f_x, "EACCES"), "the run's next open under 2^33+1 is denied");
+	ASSERT_EQ(runs_version(L.name, rid), (long long)v2, "custode runs --json after the update");
 	ktest_close_stdin(&run);
 	ktest_wait(&run, 30000);
 	ktest_proc_close(&run);

@@ -988,7 +988,7 @@ Test(stream_throttle, kernel_records_reconciled_by_totals)
 	cr_expect_eq(strm->st.records, 0);
 	/* the run is remembered by its cgroup for summaries after it ends */
 	{
-		__u32 version;
+		__u64 version;
 
 		cr_expect_eq(stream_run_id_of(strm, 4242, &version), 0x77);
 	}
@@ -999,7 +999,7 @@ Test(stream_throttle, kernel_records_reconciled_by_totals)
 Test(stream_throttle, known_runs_full_forgets_one_per_new_run)
 {
 	size_t remembered = 0;
-	__u32 version;
+	__u64 version;
 
 	setup(NULL, 0, 0, 4);
 	for (__u64 c = 1; c <= KNOWN_MAX + 100; c++) {
@@ -1018,6 +1018,18 @@ Test(stream_throttle, known_runs_full_forgets_one_per_new_run)
 	custode_stream_note_run(strm, 1, 0x5555, 4); /* seen again (remembered or not): its id now */
 	cr_expect_eq(stream_run_id_of(strm, 1, &version), 0x5555);
 	cr_expect_eq(version, 4);
+	custode_stream_close(strm);
+}
+
+/* A run's policy version is remembered whole: 2^32 + 1 is not 1 (issue 16). */
+Test(stream_throttle, known_run_keeps_64_bit_version)
+{
+	__u64 version;
+
+	setup(NULL, 0, 0, 4);
+	custode_stream_note_run(strm, 7, 0x77, 4294967297ull);
+	cr_assert_eq(stream_run_id_of(strm, 7, &version), 0x77);
+	cr_expect_eq(version, 4294967297ull, "version %llu", (unsigned long long)version);
 	custode_stream_close(strm);
 }
 

@@ -608,6 +608,41 @@ Test(events, version_1_record_read_with_its_own_layout)
 	free(ev);
 }
 
+/* The policy version is 64 bits since record v3: 2^32+1 is not 1 (issue 16). */
+Test(events, policy_version_64_bits)
+{
+	size_t size;
+	struct custode_event *ev = make_event(NULL, 0, &size);
+	json_t *o;
+
+	ev->policy_version = 4294967297ull;
+	o = custode_event_to_json(ev, size, BOOT_TO_WALL);
+	cr_assert_not_null(o);
+	cr_expect_eq(get_int(json_object_get(o, "policy"), "version"), 4294967297LL);
+	json_decref(o);
+	free(ev);
+}
+
+/* A v2 record held a __u32 policy version and 4 bytes of padding: the padding is not read. */
+Test(events, version_2_record_policy_version_is_32_bits)
+{
+	size_t size;
+	struct custode_event *ev = make_event(NULL, 0, &size);
+	unsigned char *rec = (unsigned char *)ev;
+	uint32_t v = 9, pad = 0xffffffffu;
+	json_t *o;
+
+	ev->version = 2;
+	memcpy(rec + offsetof(struct custode_event, policy_version), &v, sizeof(v));
+	memcpy(rec + offsetof(struct custode_event, policy_version) + sizeof(v), &pad, sizeof(pad));
+	o = custode_event_to_json(ev, size, BOOT_TO_WALL);
+	cr_assert_not_null(o, "a v2 record is read");
+	cr_expect_eq(get_int(o, "version"), 2);
+	cr_expect_eq(get_int(json_object_get(o, "policy"), "version"), 9);
+	json_decref(o);
+	free(ev);
+}
+
 Test(events, throttle_record)
 {
 	size_t size;

@@ -827,6 +827,24 @@ Test(events_schema, version_1_record)
 	json_decref(s);
 }
 
+/* A policy version above 2^32-1 (issue 16: it was truncated to 32 bits) is a valid record. */
+Test(events_schema, policy_version_above_32_bits)
+{
+	json_t *s = events_schema(), *o;
+	size_t size;
+	struct custode_event *ev = make_event(CUSTODE_HOOK_FILE_OPEN, CUSTODE_REASON_FILE_READ_DENIED,
+					      CUSTODE_OBJECT_FILE, "/etc/shadow", sizeof("/etc/shadow"), &size);
+
+	ev->policy_version = 4294967297ull;
+	o = to_json(ev, size);
+	cr_expect_eq(json_integer_value(json_object_get(json_object_get(o, "policy"), "version")), 4294967297LL);
+	expect_valid(s, o, "policy version 2^32+1");
+	json_object_set_new(json_object_get(o, "policy"), "version", json_integer(9007199254740991LL));
+	expect_valid(s, o, "policy version 2^53-1");
+	json_decref(o);
+	json_decref(s);
+}
+
 /* The schema has teeth: records broken one field at a time do not validate. */
 Test(events_schema, broken_records_rejected)
 {
@@ -850,7 +868,9 @@ Test(events_schema, broken_records_rejected)
 	BROKEN("run_id too short", json_object_set_new(o, "run_id", json_string("0123456789abcde")));
 	BROKEN("time without microseconds", json_object_set_new(o, "time", json_string("2026-01-01T00:00:00Z")));
 	BROKEN("time with an offset", json_object_set_new(o, "time", json_string("2026-01-01T00:00:00.000000+01:00")));
-	BROKEN("version 3", json_object_set_new(o, "version", json_integer(3)));
+	BROKEN("version 4", json_object_set_new(o, "version", json_integer(4)));
+	BROKEN("a policy version above 2^53-1",
+	       json_object_set_new(json_object_get(o, "policy"), "version", json_integer(9007199254740992LL)));
 	BROKEN("a negative seq", json_object_set_new(o, "seq", json_integer(-1)));
 	BROKEN("uid above u32", json_object_set_new(o, "uid", json_integer(4294967296LL)));
 	BROKEN("enforced as a number", json_object_set_new(o, "enforced", json_integer(1)));

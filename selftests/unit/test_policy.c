@@ -112,11 +112,20 @@ Test(policy, free_null_is_a_noop)
 Test(policy, name_and_large_version)
 {
 	struct custode_policy *p = parse_ok("{\"schema\":\"custode.policy/v1\",\"name\":\"agents/default-2_x.y\","
-					    "\"version\":9007199254740993,\"content\":{}}");
+					    "\"version\":9007199254740991,\"content\":{}}");
 
 	cr_assert_str_eq(p->name, "agents/default-2_x.y");
-	cr_assert_eq(p->version, 9007199254740993ull);
+	cr_assert_eq(p->version, 9007199254740991ull);
 	custode_policy_free(p);
+}
+
+/* Versions are 0..2^53-1 (docs/policy.md): 2^53 is refused, not truncated or rounded. */
+Test(policy, version_above_2_53_minus_1_refused)
+{
+	refused("{\"schema\":\"custode.policy/v1\",\"name\":\"a\",\"version\":9007199254740992,\"content\":{}}",
+		"version");
+	refused("{\"schema\":\"custode.policy/v1\",\"name\":\"a\",\"version\":9223372036854775807,\"content\":{}}",
+		"version");
 }
 
 Test(policy, name_of_128_characters)

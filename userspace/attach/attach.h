@@ -79,7 +79,7 @@ json_t *custode_runs_list(struct custode_engine *e, const struct custode_policy_
  * against src->trust (and the version floor). 0, or a refusal (reason
  * policy.unverified with the cause).
  */
-int custode_attach_verify(const struct custode_attached *a, __u32 running_version,
+int custode_attach_verify(const struct custode_attached *a, __u64 running_version,
 			  const struct custode_policy_source *src, struct custode_refusal *why);
 
 /* What adoption and reaping did, one call per run ("adopted", "reaped", "unverified", ...). */

@@ -212,7 +212,7 @@ out:
 
 /* ---- policies ---- */
 
-int custode_attach_verify(const struct custode_attached *a, __u32 running_version,
+int custode_attach_verify(const struct custode_attached *a, __u64 running_version,
 			  const struct custode_policy_source *src, struct custode_refusal *why)
 {
 	struct custode_refusal w = {0};
@@ -225,9 +225,10 @@ int custode_attach_verify(const struct custode_attached *a, __u32 running_versio
 					      a->policy_ref, custode_reason_name(w.reason), w.detail);
 		if (r.p->version != running_version || (a->policy_digest[0] && strcmp(r.digest, a->policy_digest))) {
 			int err = custode_refuse(why, ESTALE, CUSTODE_REASON_POLICY_UNVERIFIED,
-						 "built-in profile %s is now v%llu (%s), the run has v%u (%s): this "
+						 "built-in profile %s is now v%llu (%s), the run has v%llu (%s): this "
 						 "custode's profile differs from the one attached",
-						 a->policy_ref, (unsigned long long)r.p->version, r.digest, running_version,
+						 a->policy_ref, (unsigned long long)r.p->version, r.digest,
+						 (unsigned long long)running_version,
 						 a->policy_digest);
 			custode_policy_free(r.p);
 			return err;
@@ -260,8 +261,8 @@ int custode_attach_verify(const struct custode_attached *a, __u32 running_versio
 			return 0;
 		}
 		return custode_refuse(why, ESTALE, CUSTODE_REASON_POLICY_UNVERIFIED,
-				      "%s v%u: no bundle verifies at that version any more (%s: %s)", a->policy_name,
-				      running_version, custode_reason_name(w.reason) ? custode_reason_name(w.reason) : "",
+				      "%s v%llu: no bundle verifies at that version any more (%s: %s)", a->policy_name,
+				      (unsigned long long)running_version, custode_reason_name(w.reason) ? custode_reason_name(w.reason) : "",
 				      w.detail);
 	}
 	return custode_refuse(why, EINVAL, CUSTODE_REASON_POLICY_UNVERIFIED, "unknown policy source '%s'",

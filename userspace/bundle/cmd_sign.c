@@ -39,7 +39,7 @@ static const char sign_help[] =
 	"                      before the bundle is written, and its id is the keyid\n"
 	"  --keyid ID          keyid hint, printable ASCII (one signature only;\n"
 	"                      default the key id)\n"
-	"  --version N         set \"version\" (0..2^53)\n"
+	"  --version N         set \"version\" (0..2^53-1)\n"
 	"  --valid-for D       set notBefore = now (or --not-before) and notAfter =\n"
 	"                      notBefore + D: 90s, 15m, 12h, 30d, 2w; required when the\n"
 	"                      document has no notBefore/notAfter\n"
@@ -144,8 +144,8 @@ static int sign_args(int argc, char **argv, struct sign_opts *o)
 			o->keyid = optarg;
 			break;
 		case 'V':
-			if (!custode_bundle_parse_uint(optarg, 9007199254740992ULL, &u))
-				return custode_bundle_usage_error(sign_help, "--version '%s': must be an integer 0..2^53", optarg);
+			if (!custode_bundle_parse_uint(optarg, (uint64_t)CUSTODE_POLICY_VERSION_MAX, &u))
+				return custode_bundle_usage_error(sign_help, "--version '%s': must be an integer 0..2^53-1", optarg);
 			o->version = (int64_t)u;
 			break;
 		case 'v':

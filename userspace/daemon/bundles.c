@@ -17,6 +17,7 @@
 #include "daemon/bundles.h"
 #include "metrics/metrics.h"
 #include "state/runstate.h"
+#include "run/program.h"
 #include "run/swap.h"
 
 #define MAX_CANDIDATES 256
@@ -126,14 +127,14 @@ static void apply(struct custode_engine *e, const struct candidate *c)
 			continue;
 		if (strcmp(st.source, "bundle") || strcmp(st.policy, c->info.name))
 			continue;
-		if (custode_engine_get_run(e, st.cgroup_id, &run) < 0 || run.policy_version == (__u32)c->info.version)
+		if (custode_engine_get_run(e, st.cgroup_id, &run) < 0 || custode_program_current(&run, c->info.version))
 			continue;
 		if (custode_run_swap_policy(e, &st, c->policy, &why) < 0)
-			fprintf(stderr, "custode daemon: bundles: run %s keeps %s v%u: %s: %s\n", hex, c->info.name,
-				run.policy_version, custode_reason_name(why.reason), why.detail);
+			fprintf(stderr, "custode daemon: bundles: run %s keeps %s v%llu: %s: %s\n", hex, c->info.name,
+				(unsigned long long)run.policy_version, custode_reason_name(why.reason), why.detail);
 		else
-			fprintf(stderr, "custode daemon: bundles: run %s: %s v%u -> v%llu\n", hex, c->info.name,
-				run.policy_version, (unsigned long long)c->info.version);
+			fprintf(stderr, "custode daemon: bundles: run %s: %s v%llu -> v%llu\n", hex, c->info.name,
+				(unsigned long long)run.policy_version, (unsigned long long)c->info.version);
 	}
 	closedir(d);
 	/*

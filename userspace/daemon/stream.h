@@ -98,7 +98,7 @@ int custode_stream_follow(struct custode_stream *s, const struct custode_event_f
 void custode_stream_unfollow(struct custode_stream *s, int handle);
 
 /* A registered run (the daemon's snapshots): remembered for summaries written after it ended. */
-void custode_stream_note_run(struct custode_stream *s, __u64 cgid, __u64 run_id, __u32 version);
+void custode_stream_note_run(struct custode_stream *s, __u64 cgid, __u64 run_id, __u64 version);
 /* The daemon learned a run's policy name (attach): used for its records. */
 void custode_stream_set_policy(struct custode_stream *s, __u64 run_id, const char *name);
 

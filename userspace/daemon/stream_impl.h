@@ -84,7 +84,7 @@ struct cursor {
  */
 struct known_run {
 	__u64 run_id;
-	__u32 version;
+	__u64 version;
 };
 #define KNOWN_SLOTS 32768
 #define KNOWN_MAX (KNOWN_SLOTS / 2)
@@ -162,7 +162,7 @@ void stream_inject_counts(struct custode_stream *s, uint64_t *injected, uint64_t
 /* throttle.c: the reconcile table (a pair's entry, made when create; removing the entries a pass did not see) */
 struct reconcile *stream_rec_slot(struct custode_stream *s, __u64 cgid, __u32 reason, bool create);
 void stream_rec_sweep(struct custode_stream *s);
-__u64 stream_run_id_of(struct custode_stream *s, __u64 cgid, __u32 *version);
+__u64 stream_run_id_of(struct custode_stream *s, __u64 cgid, __u64 *version);
 bool stream_reconcile_kernel(struct custode_stream *s, json_t *ev);
 void stream_throttle_flush(struct custode_stream *s, uint64_t window_ns);
 void stream_throttle_baseline(struct custode_stream *s);

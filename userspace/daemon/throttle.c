@@ -73,7 +73,7 @@ bool stream_reconcile_kernel(struct custode_stream *s, json_t *ev)
 
 		if (rid && custode_run_id_parse(rid, &id) == 0 && id)
 			custode_stream_note_run(s, cgid, id,
-						(__u32)json_integer_value(json_object_get(json_object_get(ev, "policy"), "version")));
+						(__u64)json_integer_value(json_object_get(json_object_get(ev, "policy"), "version")));
 	}
 	if (!r && reason >= 0)
 		fresh = (r = stream_rec_slot(s, cgid, (__u32)reason, true)) != NULL;
@@ -105,7 +105,7 @@ bool stream_reconcile_kernel(struct custode_stream *s, json_t *ev)
 }
 
 /* Remembered in the known-runs table, an evicting one (stream_impl.h: which run a new one past KNOWN_MAX evicts). */
-void custode_stream_note_run(struct custode_stream *s, __u64 cgid, __u64 run_id, __u32 version)
+void custode_stream_note_run(struct custode_stream *s, __u64 cgid, __u64 run_id, __u64 version)
 {
 	struct known_run *k;
 	void *val;
@@ -118,7 +118,7 @@ void custode_stream_note_run(struct custode_stream *s, __u64 cgid, __u64 run_id,
 }
 
 /* A run by cgroup id: registered now, or seen while it was (its summary may come after it ended). */
-__u64 stream_run_id_of(struct custode_stream *s, __u64 cgid, __u32 *version)
+__u64 stream_run_id_of(struct custode_stream *s, __u64 cgid, __u64 *version)
 {
 	struct custode_run run;
 	struct known_run *k;
@@ -164,7 +164,7 @@ void stream_throttle_flush(struct custode_stream *s, uint64_t window_ns)
 	while ((err = s->maps.get_next_key(s->maps.ctx, s->throttle_fd, prev, &next)) == 0 && keys++ < THROTTLE_PASS_MAX) {
 		struct reconcile *r;
 		char when[64], since[64], hex[17];
-		__u32 version;
+		__u64 version;
 		__u64 run_id;
 		json_t *ev;
 

@@ -165,6 +165,20 @@ static void task_details(__u16 hook, const struct custode_event_task *t, json_t 
 	}
 }
 
+/*
+ * The policy version of a v2 or later record. A v2 record holds a __u32
+ * there followed by 4 bytes of padding.
+ */
+static __u64 event_policy_version(const struct custode_event *ev)
+{
+	__u32 v2;
+
+	if (ev->version != 2)
+		return ev->policy_version;
+	memcpy(&v2, &ev->policy_version, sizeof(v2));
+	return v2;
+}
+
 static json_t *throttle_to_json(const struct custode_event *ev, int64_t boot_to_wall_ns)
 {
 	const char *reason = custode_reason_name(ev->reason), *hook = custode_hook_name(ev->hook);
@@ -178,7 +192,7 @@ static json_t *throttle_to_json(const struct custode_event *ev, int64_t boot_to_
 		      ev->version, "type", "throttle", "source", "kernel", "seq", (json_int_t)ev->seq, "time", when,
 		      "boot_ns", (json_int_t)ev->boot_ns, "run_id", hex, "hook", hook ? hook : "unknown", "reason",
 		      reason ? reason : "unknown", "enforced", (ev->flags & CUSTODE_EVENT_ENFORCED) != 0, "policy",
-		      "version", (json_int_t)ev->policy_version, "throttle", "count", (json_int_t)ev->obj.throttle.count,
+		      "version", (json_int_t)event_policy_version(ev), "throttle", "count", (json_int_t)ev->obj.throttle.count,
 		      "total", (json_int_t)ev->obj.throttle.total, "since", since);
 	if (o)
 		json_object_set_new(json_object_get(o, "throttle"), "run_cgid",
@@ -199,7 +213,7 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 		return NULL;
 	if (ev->version == 1)
 		head = CUSTODE_EVENT_V1_SIZE;
-	else if (ev->version == CUSTODE_EVENT_VERSION)
+	else if (ev->version == 2 || ev->version == CUSTODE_EVENT_VERSION)
 		head = sizeof(*ev);
 	else
 		return NULL;
@@ -224,7 +238,7 @@ json_t *custode_event_to_json(const void *data, size_t size, int64_t boot_to_wal
 	if (escaped)
 		json_object_set_new(o, "comm_escaped", json_true());
 	if (ev->version >= 2) {
-		json_object_set_new(o, "policy", json_pack("{s:I}", "version", (json_int_t)ev->policy_version));
+		json_object_set_new(o, "policy", json_pack("{s:I}", "version", (json_int_t)event_policy_version(ev)));
 		if (ev->exe_ino)
 			json_object_set_new(o, "exe", json_pack("{s:I, s:I}", "dev", (json_int_t)ev->exe_dev, "ino",
 								(json_int_t)ev->exe_ino));

@@ -588,7 +588,7 @@ static int parse_document(json_t *doc, struct custode_policy *p, struct custode_
 	v = json_object_get(doc, "version");
 	if (!v)
 		return BAD(why, "version: missing");
-	if ((err = get_int(v, "version", 0, INT64_MAX, &version, why)))
+	if ((err = get_int(v, "version", 0, CUSTODE_POLICY_VERSION_MAX, &version, why)))
 		return err;
 	if (!!nb != !!na)
 		return BAD(why, "%s: notBefore and notAfter come together", nb ? "notAfter" : "notBefore");

@@ -19,6 +19,8 @@
 #define CUSTODE_POLICY_MAX_EGRESS 100000
 #define CUSTODE_POLICY_MAX_ENV 1024
 #define CUSTODE_POLICY_MAX_NAME 128
+/* Largest "version": 2^53-1, the largest integer every JSON reader (and JCS) carries exactly. */
+#define CUSTODE_POLICY_VERSION_MAX 9007199254740991LL
 
 struct custode_fs_rule {
 	char *path;     /* as written, variables unexpanded */

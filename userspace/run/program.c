@@ -62,6 +62,11 @@ int custode_program_rules(struct custode_engine *e, struct custode_program *pr, 
 	return custode_dns_run_prepare(pr->run_id, &pr->net, why);
 }
 
+bool custode_program_current(const struct custode_run *run, __u64 version)
+{
+	return run->policy_version == version;
+}
+
 int custode_program_register(struct custode_engine *e, struct custode_program *pr, __u64 cgid, __u32 extra_flags,
 			     struct custode_run *out, struct custode_refusal *why)
 {
@@ -70,7 +75,7 @@ int custode_program_register(struct custode_engine *e, struct custode_program *p
 
 	run.run_id = pr->run_id;
 	run.ruleset = pr->ruleset;
-	run.policy_version = (__u32)pr->policy->version;
+	run.policy_version = pr->policy->version;
 	run.flags = custode_program_flags(pr->policy, &pr->net) | extra_flags;
 	if ((err = custode_engine_register(e, cgid, &run)))
 		return custode_refuse(why, -err, err == -E2BIG ? CUSTODE_REASON_ENGINE_MAP_FULL : CUSTODE_REASON_RUN_SETUP_FAILED,
@@ -89,7 +94,7 @@ int custode_program_swap(struct custode_engine *e, struct custode_program *pr, _
 	int err;
 
 	next.ruleset = pr->ruleset;
-	next.policy_version = (__u32)pr->policy->version;
+	next.policy_version = pr->policy->version;
 	next.flags &= ~CUSTODE_PROGRAM_LIVE_FLAGS;
 	next.flags |= custode_program_flags(pr->policy, &pr->net) & CUSTODE_PROGRAM_LIVE_FLAGS;
 	/* the flip: one update of the run's value */

@@ -52,6 +52,12 @@ struct custode_program {
  * the classes (file, process, net) were fixed when the run was set up.
  */
 __u32 custode_program_flags(const struct custode_policy *p, const struct custode_net_ruleset *net);
+/*
+ * Whether the run value already carries this policy version: a live update
+ * to it has nothing to do. Versions are compared whole (0..2^53-1).
+ */
+bool custode_program_current(const struct custode_run *run, __u64 version);
+
 #define CUSTODE_PROGRAM_LIVE_FLAGS                                                                                     \
 	(CUSTODE_RUN_AUDIT | CUSTODE_RUN_NO_LISTEN | CUSTODE_RUN_PTRACE_RUN | CUSTODE_RUN_WX_DENY | CUSTODE_RUN_INBOUND)
 

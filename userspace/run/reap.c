@@ -32,6 +32,8 @@ void custode_denial_summary(const struct custode_counters *c, char *out, size_t 
 					(uint64_t)c->denials[i]);
 		sep = ", ";
 	}
+	if (total && off < len)
+		snprintf(out + off, len - off, " (seccomp filter refusals are not counted)");
 }
 
 static int64_t read_peak(const char *cgroup, const char *file)

@@ -195,8 +195,8 @@ json_t *custode_receipt_json(const struct custode_receipt *r)
 		json_object_set_new(pol, "content_digest", json_string(r->policy_digest));
 	if (r->bundle)
 		json_object_set(pol, "bundle", (json_t *)r->bundle);
-	if (r->policy_version_at_end && r->policy_version_at_end != (__u32)p->version)
-		json_object_set_new(pol, "version_at_end", json_integer(r->policy_version_at_end));
+	if (r->policy_version_at_end && r->policy_version_at_end != p->version)
+		json_object_set_new(pol, "version_at_end", json_integer((json_int_t)r->policy_version_at_end));
 
 	ex = json_pack("{s:i}", "code", r->exit_code);
 	if (r->wait_status >= 0 && WIFEXITED(r->wait_status))
@@ -216,6 +216,9 @@ json_t *custode_receipt_json(const struct custode_receipt *r)
 		      "not_enforced", not_enforced, "denials", "total", (json_int_t)total, "by_reason", by_reason, "exit",
 		      ex, "started", rfc3339(r->started_ns), "ended", rfc3339(r->ended_ns), "duration_ms",
 		      (json_int_t)((r->ended_ns - r->started_ns) / 1000000), "cleaned_up", r->reaped);
+	/* the seccomp filter's EPERMs happen before any hook: nothing counts them (docs/process.md) */
+	if (o)
+		json_object_set_new(json_object_get(o, "denials"), "seccomp_refusals_counted", json_false());
 	if (o && r->dns) {
 		json_t *dns = json_pack("{s:I, s:I, s:I}", "queries", (json_int_t)r->dns->queries, "answered",
 					(json_int_t)r->dns->answered, "pins", (json_int_t)r->dns->pins);

@@ -40,7 +40,7 @@ struct custode_receipt {
 	int64_t started_ns, ended_ns; /* CLOCK_REALTIME */
 	int64_t memory_peak, pids_peak; /* -1: not available */
 	const struct custode_dns_counters *dns; /* the resolver's counts for the run, or NULL */
-	__u32 policy_version_at_end; /* the version in force at the end (a live update may have changed it) */
+	__u64 policy_version_at_end; /* the version in force at the end (a live update may have changed it) */
 	const struct custode_limits_applied *limits; /* cgroup limits, or NULL */
 	const struct custode_run_env *env;  /* the command's environment, or NULL */
 	bool ptrace_allowed;        /* seccomp let ptrace through ("ptrace": "run") */

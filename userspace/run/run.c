@@ -400,7 +400,7 @@ struct run_end {
 	struct custode_run_peaks peaks;
 	struct custode_dns_counters dns;
 	bool have_dns;
-	__u32 final_version;
+	__u64 final_version;
 	bool ptrace_allowed;
 	struct timespec t_end;
 	char hex[17];

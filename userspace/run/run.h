@@ -24,7 +24,11 @@ int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st
 		     const struct custode_net_ruleset *net, struct custode_counters *counters,
 		     struct custode_run_peaks *peaks);
 
-/* "2 denials: file.read.denied=1, file.write.denied=1"; "0 denials" */
+/*
+ * "2 denials: file.read.denied=1, file.write.denied=1 (seccomp filter refusals
+ * are not counted)"; "0 denials". The seccomp filter refuses at syscall entry,
+ * before any hook, and the kernel counts nothing (docs/process.md).
+ */
 void custode_denial_summary(const struct custode_counters *c, char *out, size_t len);
 
 /*
