@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <criterion/criterion.h>
 
+#include "bundle/source.h"
 #include "test_bundle_util.h"
 #include "util/fsutil.h"
 #include "vectors/dsse_vectors.h"
@@ -242,6 +243,75 @@ Test(bundle_state, refusal_leaves_floor)
 	custode_trust_free(k2);
 	free(v1);
 	free(v2);
+}
+
+/* The floor of name in state directory sd: its version, or 0 when there is none. */
+static uint64_t floor_in(const char *sd, const char *name)
+{
+	struct custode_bundle_floor f;
+	struct custode_refusal why = {0};
+	int r = custode_bundle_floor_get(sd, name, &f, &why);
+
+	cr_assert_geq(r, 0, "floor_get: %s", why.detail);
+	return r == 1 ? 0 : f.version;
+}
+
+/*
+ * custode_source_bundle with check_floor_only (`custode run --bundle`,
+ * `custode attach`), for a named policy and a bundle file alike: the bundle
+ * is compared with the floor and the floor stays as it is, until the caller's
+ * custode_source_accept; without it (the default) the floor is raised at once.
+ */
+Test(bundle_state, source_check_floor_only_raises_nothing)
+{
+	struct custode_policy_source src = {.trust = k1, .check_floor_only = true};
+	struct custode_resolved_policy r = {0};
+	struct custode_bundle_info info;
+	struct custode_refusal why = {0};
+	char *bdir, *sdir, *b2, *b3, *doc, *env;
+
+	cr_assert_gt(asprintf(&bdir, "%s/bundles", dir), 0);
+	cr_assert_gt(asprintf(&sdir, "%s/state", dir), 0);
+	cr_assert_gt(asprintf(&b2, "%s/v2.dsse.json", bdir), 0);
+	cr_assert_gt(asprintf(&b3, "%s/v3.dsse.json", bdir), 0);
+	cr_assert_eq(mkdir(bdir, 0755), 0);
+	src.bundles_dir = bdir;
+	src.state_dir = sdir;
+	doc = t_doc("t/src", 2, CONTENT_A, NULL);
+	env = t_bundle(doc, rfc8032_key1_priv);
+	cr_assert_eq(custode_write_file_atomic(b2, env, strlen(env), 0644), 0);
+	free(env);
+	free(doc);
+
+	/* by name, then the file: checked, nothing raised */
+	cr_assert_eq(custode_source_bundle(NULL, "t/src", &src, &r, &info, &why), 0, "%s", why.detail);
+	cr_assert_eq(info.version, 2);
+	custode_policy_free(r.p);
+	r.p = NULL;
+	cr_assert_eq(floor_in(sdir, "t/src"), 0, "a named policy with check_floor_only raised the floor");
+	cr_assert_eq(custode_source_bundle(b2, NULL, &src, &r, &info, &why), 0, "%s", why.detail);
+	custode_policy_free(r.p);
+	r.p = NULL;
+	cr_assert_eq(floor_in(sdir, "t/src"), 0, "a bundle file with check_floor_only raised the floor");
+
+	/* the caller's accept raises it, into src's state directory */
+	cr_assert_eq(custode_source_accept(&src, &info, &why), 0, "%s", why.detail);
+	cr_assert_eq(floor_in(sdir, "t/src"), 2);
+
+	/* without check_floor_only, a named policy is accepted at once */
+	doc = t_doc("t/src", 3, CONTENT_B, NULL);
+	env = t_bundle(doc, rfc8032_key1_priv);
+	cr_assert_eq(custode_write_file_atomic(b3, env, strlen(env), 0644), 0);
+	free(env);
+	free(doc);
+	src.check_floor_only = false;
+	cr_assert_eq(custode_source_bundle(NULL, "t/src", &src, &r, &info, &why), 0, "%s", why.detail);
+	custode_policy_free(r.p);
+	cr_assert_eq(floor_in(sdir, "t/src"), 3);
+	free(bdir);
+	free(sdir);
+	free(b2);
+	free(b3);
 }
 
 static void corrupt_case(const char *content, size_t len, const char *word)

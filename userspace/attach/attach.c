@@ -216,16 +216,29 @@ out:
 	return err;
 }
 
-/* The policy of the request, if an attached run can have it. */
+/*
+ * The policy of the request, if an attached run can have it. A bundle (file
+ * or named) is only compared with the version floor here (*info out):
+ * custode_attach raises the floor once the attach has succeeded, so an attach
+ * refused after this (required limits, the engine, the state, the rules)
+ * leaves it where it was, as `custode run --bundle` does (docs/bundles.md).
+ */
 static int attach_policy(const struct custode_attach_req *req, const struct custode_policy_source *src,
-			 struct custode_resolved_policy *r, struct custode_refusal *why)
+			 struct custode_resolved_policy *r, struct custode_bundle_info *info,
+			 struct custode_refusal *why)
 {
 	int err;
 
-	if (req->profile)
+	if (req->profile) {
 		err = custode_source_profile(req->profile, r, why);
-	else
-		err = custode_source_bundle(req->bundle, req->policy, src, r, NULL, why);
+	} else {
+		struct custode_policy_source checked = {0};
+
+		if (src)
+			checked = *src;
+		checked.check_floor_only = true;
+		err = custode_source_bundle(req->bundle, req->policy, src ? &checked : NULL, r, info, why);
+	}
 	if (err)
 		return err;
 	if (r->p->has_limits && r->p->limits.required)
@@ -339,6 +352,7 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 	struct custode_runstate *st = calloc(1, sizeof(*st));
 	struct custode_program pr = {0};
 	struct custode_resolved_policy r = {0};
+	struct custode_bundle_info info = {0};
 	struct custode_run run = {0};
 	char canon[PATH_MAX], gate[PATH_MAX];
 	bool state_written = false;
@@ -354,7 +368,7 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 		goto out;
 	}
 	if ((err = attach_target(e, req->cgroup, canon, gate, a, why)) || (err = check_others(a, gate, why)) ||
-	    (err = attach_policy(req, src, &r, why)) || (err = attach_engine(e, r.p, why)))
+	    (err = attach_policy(req, src, &r, &info, why)) || (err = attach_engine(e, r.p, why)))
 		goto out;
 	/* the run and its state, before anything is registered (adoption cleans up a half-made one) */
 	if ((err = attach_state(e, req, &r, a, st, why)))
@@ -379,6 +393,14 @@ int custode_attach(struct custode_engine *e, const struct custode_attach_req *re
 		goto undo;
 	/* from this update on, the engine finds the cgroup's tasks */
 	if ((err = custode_attach_gates_sync(e, why)))
+		goto undo;
+	/*
+	 * The version floor, last: nothing else can refuse the attach now. If it
+	 * can't be raised (bundle.rollback: another acceptor raised it since the
+	 * check; bundle.state), the attach is undone: no run has a policy the
+	 * floor does not cover.
+	 */
+	if (!req->profile && (err = custode_source_accept(src, &info, why)))
 		goto undo;
 	*out = attach_result(e, a, &run, &r, gate, src);
 	err = 0;

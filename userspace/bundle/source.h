@@ -25,8 +25,8 @@ struct custode_policy_source {
 	const char *bundles_dir;      /* NULL: no named policies */
 	const struct custode_trust *trust; /* NULL: bundles can't be verified (refused) */
 	const char *state_dir;        /* version floors; NULL: CUSTODE_BUNDLE_STATE_DIR */
-	bool check_floor_only;        /* a bundle file: compare with the floor, read-only; the caller
-					 accepts (custode_bundle_accept) once nothing can refuse its use */
+	bool check_floor_only;        /* a bundle (file or named): compare with the floor, read-only; the
+					 caller accepts (custode_source_accept) once nothing can refuse its use */
 };
 
 /* A policy and where it came from. */
@@ -78,13 +78,19 @@ int custode_source_find_named(const char *dir, const char *name, __u64 want_vers
 			      struct custode_refusal *why);
 
 /*
- * A named policy (name non-NULL: found in src->bundles_dir, then accepted:
- * the floor raised) or a bundle file (path: verified and accepted, or only
- * checked against the floor with src->check_floor_only). info
- * (may be NULL) receives the bundle's info: its signers, for a receipt.
+ * A named policy (name non-NULL: found in src->bundles_dir) or a bundle file
+ * (path: verified), accepted (the floor raised), or with
+ * src->check_floor_only only compared with the floor, read-only: the caller
+ * then accepts info with custode_source_accept() once nothing else can refuse
+ * the policy's use, so a refused run or attach leaves the floor as it was.
+ * info (may be NULL) receives the bundle's info: its signers, for a receipt.
  */
 int custode_source_bundle(const char *path, const char *name, const struct custode_policy_source *src,
 			  struct custode_resolved_policy *r, struct custode_bundle_info *info,
+			  struct custode_refusal *why);
+
+/* Raise the floor of src's state directory to info (custode_bundle_accept): the check_floor_only caller's last step. */
+int custode_source_accept(const struct custode_policy_source *src, const struct custode_bundle_info *info,
 			  struct custode_refusal *why);
 
 #endif
