@@ -397,8 +397,14 @@ static bool zone(struct msg *m, uint16_t id, const uint8_t *q, size_t qlen, cons
 			rr_a(m, NULL, a, 300);
 		}
 	} else if (ends(name, "bench.test")) {
-		if (type == T_A)
-			rr_a(m, NULL, "203.0.113.10", 300);
+		/* q<i>.bench.test (tools/bench/dns-bench): a distinct public address per i, so every answer is a new pin */
+		long i = !strncmp(name, "q", 1) ? atol(name + 1) : 0;
+		char a[64];
+
+		if (type == T_A) {
+			snprintf(a, sizeof(a), "45.%ld.%ld.%ld", (i >> 16) & 255, (i >> 8) & 255, i & 255);
+			rr_a(m, NULL, a, 300);
+		}
 	} else {
 		m->b[2] = NX >> 8;
 		m->b[3] = NX & 0xff;
