@@ -185,6 +185,13 @@ finish_long_run stopstart
 check "after stop + start the run still reads /etc/hostname (control)" grep -qx custode-vm /tmp/stopstart.out
 check "after stop + start the run is still denied /etc/ssh/sshd_config" grep -qx 'secret=1' /tmp/stopstart.out
 
+# Restart=always: a daemon killed by SIGKILL comes back (RestartSec=5s)
+pid=$(show_unit MainPID)
+check "systemctl kill -s KILL custode" systemctl kill -s KILL custode
+check "Restart=always: a new daemon is active within 30 s" \
+	wait_for 30 bash -c '[[ $(systemctl show -p MainPID --value custode) != 0 && $(systemctl show -p MainPID --value custode) != '"$pid"' ]] && systemctl -q is-active custode'
+check "custode runs answers after the crash restart" custode runs >/dev/null
+
 # ----------------------------------------------------------------- end
 check "systemctl stop custode at the end" systemctl stop custode
 check "no unit failed" test -z "$(systemctl list-units --failed --plain --no-legend)"
