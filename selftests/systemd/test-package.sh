@@ -145,6 +145,7 @@ start_long_run() {
 live_run() { # the one live run's id
 	custode runs 2>/dev/null | awk 'NR > 1 && $3 == "live" { print $1 }'
 }
+some_live_run() { [[ -n $(live_run) ]]; }
 run_listed() { # run_listed ID: the daemon lists run ID as live
 	[[ -n $1 ]] && custode runs 2>/dev/null | awk -v id="$1" '$1 == id && $3 == "live" { f = 1 } END { exit !f }'
 }
@@ -157,7 +158,7 @@ finish_long_run() { # $1 name: release it, wait, print its output
 }
 
 start_long_run restart
-check "a long-running run is listed by the daemon" wait_for 60 bash -c '[[ -n $(custode runs | awk "NR > 1 && \$3 == \"live\"") ]]'
+check "a long-running run is listed by the daemon" wait_for 60 some_live_run
 custode runs 2>&1 | diag
 id=$(live_run)
 t1=$(date +%s.%N)
@@ -171,7 +172,7 @@ check "after the restart the run still reads /etc/hostname (control)" grep -qx c
 check "after the restart the run is still denied /etc/ssh/sshd_config" grep -qx 'secret=1' /tmp/restart.out
 
 start_long_run stopstart
-check "a second long-running run is listed" wait_for 60 bash -c '[[ -n $(custode runs | awk "NR > 1 && \$3 == \"live\"") ]]'
+check "a second long-running run is listed" wait_for 60 some_live_run
 id=$(live_run)
 check "systemctl stop custode" systemctl stop custode
 check "inactive after stop" test "$(systemctl is-active custode)" = inactive
@@ -188,8 +189,12 @@ check "after stop + start the run is still denied /etc/ssh/sshd_config" grep -qx
 # Restart=always: a daemon killed by SIGKILL comes back (RestartSec=5s)
 pid=$(show_unit MainPID)
 check "systemctl kill -s KILL custode" systemctl kill -s KILL custode
-check "Restart=always: a new daemon is active within 30 s" \
-	wait_for 30 bash -c '[[ $(systemctl show -p MainPID --value custode) != 0 && $(systemctl show -p MainPID --value custode) != '"$pid"' ]] && systemctl -q is-active custode'
+restarted() { # a main process other than $1, and active
+	local now
+	now=$(show_unit MainPID)
+	[[ $now != 0 && $now != "$1" ]] && systemctl -q is-active custode
+}
+check "Restart=always: a new daemon is active within 30 s" wait_for 30 restarted "$pid"
 check "custode runs answers after the crash restart" custode runs >/dev/null
 
 # ----------------------------------------------------------------- end
