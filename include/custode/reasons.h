@@ -111,7 +111,10 @@
 	X(ATTACH_CGROUP, 200, "attach.cgroup", "this cgroup cannot be attached as a run") \
 	X(ATTACH_EXISTS, 201, "attach.exists", "the cgroup or the run id already belongs to a run") \
 	X(RUN_NOT_FOUND, 202, "run.not_found", "no such run") \
-	X(POLICY_UNVERIFIED, 203, "policy.unverified", "the run's policy no longer verifies; the run keeps its last good policy")
+	X(POLICY_UNVERIFIED, 203, "policy.unverified", "the run's policy no longer verifies; the run keeps its last good policy") \
+	X(UNIT_NO_SYSTEMD, 204, "unit.no_systemd", "not a systemd host: systemd is not PID 1, or there is no systemctl") \
+	X(UNIT_UNKNOWN, 205, "unit.unknown", "systemd knows no such unit") \
+	X(UNIT_NO_CGROUP, 206, "unit.no_cgroup", "the systemd unit is not running: it has no cgroup")
 
 enum custode_reason {
 #define CUSTODE_X_ENUM(sym, num, name, desc) CUSTODE_REASON_##sym = num,

@@ -10,6 +10,7 @@
 
 #include "attach/attach.h"
 #include "attach/cmd.h"
+#include "attach/unit.h"
 #include "util/exit.h"
 #include "control/control.h"
 #include "engine/engine.h"
@@ -68,7 +69,8 @@ static void print_json(const json_t *o)
 
 static void attach_usage(FILE *f)
 {
-	fprintf(f, "usage: custode attach --cgroup PATH (--profile NAME | --policy NAME | --bundle FILE)\n"
+	fprintf(f, "usage: custode attach (--cgroup PATH | --unit NAME)\n"
+		   "                      (--profile NAME | --policy NAME | --bundle FILE)\n"
 		   "                      [--workspace DIR] [--run-id ID] [--json]\n"
 		   "\n"
 		   "Register an existing cgroup v2 (a container's, a systemd unit's) as a run: its\n"
@@ -78,6 +80,10 @@ static void attach_usage(FILE *f)
 		   "\n"
 		   "  --cgroup PATH      the cgroup (below the cgroup v2 mount, outside custode's own\n"
 		   "                     subtree, not holding the daemon, not nested in another run)\n"
+		   "  --unit NAME        a systemd unit's cgroup (systemctl show -P ControlGroup; NAME\n"
+		   "                     without a type means NAME.service). The unit must be running,\n"
+		   "                     or starting: ExecStartPre=+custode attach --unit %%n confines\n"
+		   "                     the service from its first exec (docs/operations.md)\n"
 		   "  --profile NAME     a built-in profile (`custode profiles`)\n"
 		   "  --policy NAME      a policy accepted from the daemon's --bundles directory\n"
 		   "  --bundle FILE      a signed bundle, verified with the daemon's --trust keys\n"
@@ -94,6 +100,7 @@ static void attach_usage(FILE *f)
 int custode_cmd_attach(int argc, char **argv)
 {
 	static const struct option opts[] = {{"cgroup", required_argument, NULL, 'c'},
+					     {"unit", required_argument, NULL, 'u'},
 					     {"profile", required_argument, NULL, 'p'},
 					     {"policy", required_argument, NULL, 'P'},
 					     {"bundle", required_argument, NULL, 'b'},
@@ -103,8 +110,9 @@ int custode_cmd_attach(int argc, char **argv)
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	json_t *req = json_pack("{s:s}", "cmd", "attach"), *resp = NULL, *run, *pol;
+	const char *unit = NULL;
 	bool json = false;
-	int c, sources = 0, err;
+	int c, sources = 0, targets = 0, err;
 	__u64 id;
 
 	custode_getopt_start();
@@ -112,6 +120,11 @@ int custode_cmd_attach(int argc, char **argv)
 		switch (c) {
 		case 'c':
 			json_object_set_new(req, "cgroup", json_string(optarg));
+			targets++;
+			break;
+		case 'u':
+			unit = optarg;
+			targets++;
 			break;
 		case 'p':
 			json_object_set_new(req, "profile", json_string(optarg));
@@ -154,9 +167,22 @@ int custode_cmd_attach(int argc, char **argv)
 		json_decref(req);
 		return custode_usage_extra_arg("attach", EXIT_USAGE, argv[optind]);
 	}
-	if (!json_object_get(req, "cgroup") || sources != 1) {
+	if (targets != 1 || sources != 1) {
 		json_decref(req);
-		return custode_usage_error("attach", EXIT_USAGE, "needs --cgroup PATH and one of --profile, --policy, --bundle");
+		return custode_usage_error("attach", EXIT_USAGE,
+					   "needs one of --cgroup PATH, --unit NAME and one of --profile, --policy, --bundle");
+	}
+	if (unit) {
+		struct custode_refusal why = {0};
+		char name[CUSTODE_UNIT_NAME_MAX + 1], cg[4096];
+
+		if (custode_unit_resolve(unit, name, sizeof(name), cg, sizeof(cg), &why)) {
+			json_decref(req);
+			if (why.reason == CUSTODE_REASON_RUN_USAGE)
+				return custode_usage_error("attach", EXIT_USAGE, "%s", why.detail);
+			return refused("attach", &why);
+		}
+		json_object_set_new(req, "cgroup", json_string(cg));
 	}
 	if ((err = call_daemon("attach", req, &resp)))
 		return err;

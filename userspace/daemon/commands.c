@@ -44,6 +44,13 @@ static json_t *cmd_attach(struct custode_service *v, const json_t *req, struct c
 		custode_refuse(why, EINVAL, CUSTODE_REASON_RUN_USAGE, "attach needs \"cgroup\"");
 		return NULL;
 	}
+	/*
+	 * A restarted systemd unit gets a new cgroup at the same path, and its
+	 * ExecStartPre=+custode attach --unit %n may come before the periodic
+	 * reap noticed the old one is gone: reap first, or the attach would
+	 * be refused as attach.exists by a run whose cgroup no longer exists.
+	 */
+	custode_attach_reap_vanished(v->e, service_report, v);
 	err = custode_attach(v->e, &a, &v->o.src, &run, why);
 	if (err) {
 		fprintf(stderr, "custode daemon: attach %s refused: %s: %s\n", a.cgroup, custode_reason_name(why->reason),
