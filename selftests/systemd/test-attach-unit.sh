@@ -1,0 +1,240 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Attaching systemd units (issue 17, item 3). Runs in the systemd guest of
+# tools/vmrun, as root, with systemd as PID 1:
+#
+#   (cd build && cpack -G DEB)
+#   tools/vmrun --rootfs systemd -- selftests/systemd/test-attach-unit.sh
+#
+# It installs build/custode_*.deb (unless installed: it may run after
+# test-package.sh in the same guest, selftests/systemd/run-all.sh), starts
+# custode.service, and writes a test service, custode-victim.service: a
+# shell loop that, every 0.2 s, tries to read /etc/ssh/sshd_config (readable
+# by root without custode, denied by the profile) and /etc/hostname (its
+# control, allowed) and appends the outcome, with its pid and a counter, to
+# /var/lib/custode-victim/log (the run's workspace). Checked:
+#   (a) unattached, the service reads both (the control);
+#   (b) `custode attach --unit` of the running service: its next read of the
+#       secret is denied, the control still read;
+#   (c) `custode detach`: allowed again;
+#   (d) with deploy/systemd/custode-attach.conf as its drop-in
+#       (ExecStartPre=+custode attach --unit %n): the main process is denied
+#       from its first read, and again after `systemctl restart` (a new
+#       cgroup, attached anew); `systemctl stop` leaves no attached run.
+# Plus the refusals: unknown unit, unit without a cgroup, no systemctl.
+# Output: TAP. Exit 0 all passed, 1 a check failed, 77 not in the systemd guest.
+set -u
+export LC_ALL=C DEBIAN_FRONTEND=noninteractive
+repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
+
+if [[ ${CUSTODE_IN_GUEST:-} != 1 || $(cat /proc/1/comm 2>/dev/null) != systemd ]]; then
+	echo "1..0 # SKIP needs the systemd guest: tools/vmrun --rootfs systemd -- $0"
+	exit 77
+fi
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+check() { # check DESCRIPTION CMD...: ok when CMD exits 0
+	local d=$1
+	shift
+	if "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+diag() { sed 's/^/# /'; }
+t0=$(date +%s.%N)
+elapsed() { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+wait_for() { # wait_for SECONDS CMD...: poll CMD every 0.2 s
+	local end=$(($(date +%s) + $1))
+	shift
+	until "$@"; do
+		(($(date +%s) < end)) || return 1
+		sleep 0.2
+	done
+}
+
+# ------------------------------------------------- the package, the daemon
+if [[ $(dpkg-query -W -f='${Status}' custode 2>/dev/null) != "install ok installed" ]]; then
+	debs=("$repo"/build/custode_*.deb)
+	if [[ ! -s ${debs[0]} ]]; then
+		echo "Bail out! no build/custode_*.deb: run (cd build && cpack -G DEB) on the host first"
+		exit 1
+	fi
+	cp -- "${debs[-1]}" /tmp/ && deb=/tmp/${debs[-1]##*/}
+	chmod 0644 "$deb"
+	if ! apt-get install -y -q "$deb" >/tmp/apt.log 2>&1; then
+		diag </tmp/apt.log
+		echo "Bail out! the package did not install"
+		exit 1
+	fi
+fi
+ok "custode is installed"
+if systemctl start custode >/tmp/start.log 2>&1; then ok "systemctl start custode"; else
+	diag </tmp/start.log
+	journalctl -b -u custode --no-pager -o cat 2>&1 | tail -n 30 | diag
+	echo "Bail out! the daemon did not start"
+	exit 1
+fi
+
+# ------------------------------------------------------- the test service
+unit=custode-victim.service
+ws=/var/lib/custode-victim
+log=$ws/log
+cg=/sys/fs/cgroup/system.slice/$unit
+mkdir -p "$ws"
+# in /usr (read and exec allowed by the profiles), not in the repository
+cat >/usr/local/bin/custode-victim <<'EOF'
+#!/bin/sh
+# try the secret and the control, append the outcome; every 0.2 s
+i=0
+while :; do
+	i=$((i + 1))
+	if cat /etc/ssh/sshd_config >/dev/null 2>&1; then s=read; else s=denied; fi
+	if cat /etc/hostname >/dev/null 2>&1; then c=read; else c=denied; fi
+	echo "pid=$$ i=$i secret=$s control=$c" >>/var/lib/custode-victim/log
+	sleep 0.2
+done
+EOF
+chmod 0755 /usr/local/bin/custode-victim
+# No sandboxing options: systemd would mount for them in the attached cgroup
+# (deploy/systemd/custode-attach.conf). stdout/stderr to /dev/null: the
+# outcome goes to the log in the workspace.
+cat >/etc/systemd/system/$unit <<EOF
+[Unit]
+Description=custode test service: reads a secret and a control file in a loop
+[Service]
+ExecStart=/usr/local/bin/custode-victim
+StandardOutput=null
+StandardError=null
+EOF
+systemctl daemon-reload
+
+main_pid() { systemctl show -P MainPID "$unit"; }
+# the last line of the log written by pid $1, or nothing
+last_of() { grep "^pid=$1 " "$log" 2>/dev/null | tail -n 1; }
+iter_of() { sed -n 's/.* i=\([0-9]*\) .*/\1/p' <<<"$1"; }
+# has pid $1 written an iteration numbered at least $2?
+reached() { local l; l=$(last_of "$1"); [[ -n $l ]] && (($(iter_of "$l") >= $2)); }
+# the line of pid $1's iteration $2
+line_of() { grep "^pid=$1 i=$2 " "$log" 2>/dev/null | head -n 1; }
+# the runs listed for the unit's cgroup (the last column of `custode runs`; no jq in the guest)
+run_ids_of_cg() { custode runs 2>/dev/null | awk -v cg="$cg" 'NR > 1 && $NF == cg { print $1 }'; }
+runs_of_cg() { run_ids_of_cg | wc -l; }
+no_run_of_cg() { [[ $(runs_of_cg) == 0 ]]; }
+# After an event at iteration $2 of pid $1 (the last one written when it
+# happened), the iteration after next began after it (the next may have been
+# under way): $2 + 2. Prints that line.
+after_event() {
+	local pid=$1 want=$(($2 + 2))
+	wait_for 30 reached "$pid" "$want" || return 1
+	line_of "$pid" "$want"
+}
+
+# ------------------------------------------------------------ refusals
+attach_out() { # attach_out ARGS...: run custode attach, stdout+stderr in /tmp/attach.out, its exit printed
+	custode attach "$@" >/tmp/attach.out 2>&1
+	echo $?
+}
+rc=$(attach_out --unit custode-no-such-unit --profile read)
+check "attach --unit of an unknown unit: exit 125 (got $rc)" test "$rc" = 125
+check "... reason unit.unknown" grep -q 'unit.unknown' /tmp/attach.out
+diag </tmp/attach.out
+rc=$(attach_out --unit custode-victim --profile read)
+check "attach --unit of a stopped unit: exit 125 (got $rc)" test "$rc" = 125
+check "... reason unit.no_cgroup" grep -q 'unit.no_cgroup' /tmp/attach.out
+diag </tmp/attach.out
+rc=$(PATH=/nonexistent /usr/bin/custode attach --unit custode-victim --profile read 2>&1 >/dev/null | tee /tmp/attach.out >/dev/null; echo "${PIPESTATUS[0]}")
+check "attach --unit without systemctl in PATH: exit 125 (got $rc)" test "$rc" = 125
+check "... reason unit.no_systemd" grep -q 'unit.no_systemd' /tmp/attach.out
+diag </tmp/attach.out
+rc=$(attach_out --unit 'custode-*' --profile read)
+check "attach --unit with a glob: usage, exit 2 (got $rc)" test "$rc" = 2
+rc=$(attach_out --unit custode-victim --cgroup "$cg" --profile read)
+check "attach --unit and --cgroup together: usage, exit 2 (got $rc)" test "$rc" = 2
+
+# ---------------------------------------------- (a) unattached: the control
+rm -f "$log"
+check "systemctl start $unit" systemctl start "$unit"
+pid=$(main_pid)
+check "(a) the service writes its log (pid $pid)" wait_for 30 reached "$pid" 2
+line=$(line_of "$pid" 2)
+echo "# $line"
+check "(a) control: unattached, the service reads /etc/ssh/sshd_config" grep -q 'secret=read control=read' <<<"$line"
+
+# ------------------------------------------------------- (b) attach --unit
+now=$(iter_of "$(last_of "$pid")")
+if custode attach --unit custode-victim --profile workspace-write --workspace "$ws" >/tmp/attach.out 2>&1; then
+	ok "custode attach --unit custode-victim --profile workspace-write"
+else not_ok "custode attach --unit custode-victim --profile workspace-write"; fi
+diag </tmp/attach.out
+check "the run's cgroup is the unit's: $cg" grep -q "$cg" /tmp/attach.out
+line=$(after_event "$pid" "$now")
+echo "# $line"
+check "(b) attached: the service's next read of /etc/ssh/sshd_config is denied" grep -q 'secret=denied' <<<"$line"
+check "(b) attached: it still reads /etc/hostname (control)" grep -q 'control=read' <<<"$line"
+check "(b) the same process (confined while running)" test "$(main_pid)" = "$pid"
+
+# ------------------------------------------------------------ (c) detach
+now=$(iter_of "$(last_of "$pid")")
+if custode detach --cgroup "$cg" >/tmp/detach.out 2>&1; then ok "custode detach --cgroup $cg"; else
+	not_ok "custode detach --cgroup $cg"
+fi
+diag </tmp/detach.out
+check "the detach counted denials" grep -qE 'detached run .*: [1-9][0-9]* denial' /tmp/detach.out
+line=$(after_event "$pid" "$now")
+echo "# $line"
+check "(c) detached: the service reads /etc/ssh/sshd_config again" grep -q 'secret=read control=read' <<<"$line"
+check "systemctl stop $unit" systemctl stop "$unit"
+
+# ----------------------------------------------------- (d) the drop-in
+mkdir -p "/etc/systemd/system/$unit.d"
+# the shipped example, with a profile that lets the service write its log
+sed -e 's|--profile read$|--profile workspace-write --workspace /var/lib/custode-victim|' \
+	"$repo/deploy/systemd/custode-attach.conf" >"/etc/systemd/system/$unit.d/custode-attach.conf"
+check "the drop-in's ExecStartPre attaches %n" \
+	grep -q '^ExecStartPre=+/usr/bin/custode attach --unit %n --profile workspace-write' "/etc/systemd/system/$unit.d/custode-attach.conf"
+systemctl daemon-reload
+rm -f "$log"
+if systemctl start "$unit" >/tmp/start.out 2>&1; then ok "systemctl start $unit (with the drop-in)"; else
+	not_ok "systemctl start $unit (with the drop-in)"
+	diag </tmp/start.out
+	journalctl -b -u "$unit" --no-pager -o cat | tail -n 20 | diag
+fi
+pid=$(main_pid)
+check "(d) the service writes its log (pid $pid)" wait_for 30 reached "$pid" 1
+line=$(line_of "$pid" 1)
+echo "# $line"
+check "(d) confined from its first exec: the first read of /etc/ssh/sshd_config is denied" \
+	grep -q 'secret=denied control=read' <<<"$line"
+check "(d) one run for the unit's cgroup" test "$(runs_of_cg)" = 1
+custode runs | diag
+old_id=$(run_ids_of_cg)
+
+t1=$(date +%s.%N)
+check "systemctl restart $unit" systemctl restart "$unit"
+echo "# restart took $(awk -v a="$t1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+new=$(main_pid)
+check "(d) a new main process after the restart ($pid -> $new)" test "$new" != "$pid"
+check "(d) the restarted service writes its log" wait_for 30 reached "$new" 1
+line=$(line_of "$new" 1)
+echo "# $line"
+check "(d) after systemctl restart: confined from its first exec again" grep -q 'secret=denied control=read' <<<"$line"
+new_id=$(run_ids_of_cg)
+check "(d) one run for the new cgroup, a new run ($old_id -> $new_id)" \
+	test "$(runs_of_cg)" = 1 -a -n "$new_id" -a "$new_id" != "$old_id"
+check "(d) the old run was reaped (journal)" \
+	bash -c "journalctl -b -u custode --no-pager -o cat | grep -q 'reaped run $old_id'"
+
+check "systemctl stop $unit" systemctl stop "$unit"
+check "(d) after stop no run is left for the unit's cgroup (reaped)" wait_for 10 no_run_of_cg
+journalctl -b -u custode --no-pager -o cat | grep -e "$old_id" -e "$new_id" | diag
+journalctl -b -u "$unit" --no-pager -o cat | tail -n 10 | diag
+
+# ----------------------------------------------------------------- end
+rm -rf "/etc/systemd/system/$unit.d" "/etc/systemd/system/$unit"
+systemctl daemon-reload
+check "systemctl stop custode at the end" systemctl stop custode
+check "no unit failed" test -z "$(systemctl list-units --failed --plain --no-legend)"
+systemctl list-units --failed --plain --no-legend | diag
+echo "1..$n"
+echo "# $((n - failed)) passed, $failed failed, $(elapsed) s in the guest"
+((failed == 0))
