@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -285,6 +287,14 @@ void custode_hostaddrs_on_new(void (*notify)(void *ctx, int fd), void *ctx)
 	on_new_ctx = ctx;
 }
 
+/* Are these two namespace files the same namespace? */
+static bool same_ns(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int custode_hostaddrs_watch_pid(int pid, struct custode_refusal *why)
 {
 	struct custode_hostaddr_watch w = CUSTODE_HOSTADDR_WATCH_INIT;
@@ -301,7 +311,17 @@ int custode_hostaddrs_watch_pid(int pid, struct custode_refusal *why)
 					      strerror(errno));
 		/* its cookie, to tell whether it is watched already */
 		home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-		if (home >= 0 && setns(ns_fd, CLONE_NEWNET) == 0) {
+		if (home >= 0 && same_ns(ns_fd, home)) {
+			/*
+			 * Our own namespace (a systemd unit's, a host-network
+			 * container's): no setns, which the daemon's unit forbids
+			 * (RestrictNamespaces=yes: seccomp refuses setns even into
+			 * the namespace it is in), and none is needed.
+			 */
+			close(ns_fd);
+			ns_fd = -1;
+			cookie = custode_netns_cookie();
+		} else if (home >= 0 && setns(ns_fd, CLONE_NEWNET) == 0) {
 			cookie = custode_netns_cookie();
 			if (setns(home, CLONE_NEWNET) < 0)
 				abort();
