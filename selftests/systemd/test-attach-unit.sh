@@ -161,10 +161,11 @@ echo "# $line"
 check "(a) control: unattached, the service reads /etc/ssh/sshd_config" grep -q 'secret=read control=read' <<<"$line"
 
 # ------------------------------------------------------- (b) attach --unit
-now=$(iter_of "$(last_of "$pid")")
+# the attach takes seconds (it may load engine classes): "next" counts from its return
 if custode attach --unit custode-victim --profile workspace-write --workspace "$ws" >/tmp/attach.out 2>&1; then
 	ok "custode attach --unit custode-victim --profile workspace-write"
 else not_ok "custode attach --unit custode-victim --profile workspace-write"; fi
+now=$(iter_of "$(last_of "$pid")")
 diag </tmp/attach.out
 check "the run's cgroup is the unit's: $cg" grep -q "$cg" /tmp/attach.out
 line=$(after_event "$pid" "$now")
@@ -174,10 +175,10 @@ check "(b) attached: it still reads /etc/hostname (control)" grep -q 'control=re
 check "(b) the same process (confined while running)" test "$(main_pid)" = "$pid"
 
 # ------------------------------------------------------------ (c) detach
-now=$(iter_of "$(last_of "$pid")")
 if custode detach --cgroup "$cg" >/tmp/detach.out 2>&1; then ok "custode detach --cgroup $cg"; else
 	not_ok "custode detach --cgroup $cg"
 fi
+now=$(iter_of "$(last_of "$pid")")
 diag </tmp/detach.out
 check "the detach counted denials" grep -qE 'detached run .*: [1-9][0-9]* denial' /tmp/detach.out
 line=$(after_event "$pid" "$now")
