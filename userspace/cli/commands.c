@@ -142,6 +142,12 @@ static void admit_report(json_t *admitted, const char *path, bool json)
 		json_decref(o);
 		return;
 	}
+	if (json_is_false(json_object_get(admitted, "reserved"))) {
+		printf("custode: engine: %s opens the engine: no process class is loaded, so it is reserved to no "
+		       "binary\n",
+		       path);
+		return;
+	}
 	printf("custode: engine: %s %s (dev %llu:%llu, ino %lld): it opens the engine\n",
 	       already ? "already admitted:" : "admitted", path, (unsigned long long)(dev >> 20),
 	       (unsigned long long)(dev & 0xfffff), (long long)json_integer_value(json_object_get(admitted, "ino")));
@@ -164,8 +170,6 @@ static int engine_admit(struct custode_engine *e, const char *exe, bool json, st
 	self[n > 0 ? n : 0] = 0;
 	err = custode_engine_open(e, 0, 0, why);
 	if (err && why->reason == CUSTODE_REASON_ENGINE_MISSING) {
-		if (exe)
-			return err;
 		printf(json ? "{\"admitted\":null,\"loaded\":false,\"opens\":true}\n"
 			    : "custode: engine: no engine is pinned: any custode binary may load one\n");
 		return 0;

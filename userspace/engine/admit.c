@@ -103,14 +103,16 @@ int custode_engine_admit_fd(int fd, int mount_pid, unsigned engine_abi, int by, 
 		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_ADMIT_REFUSED,
 				      "the executable's identity (fdinfo, mountinfo): %s", strerror(-err));
 	map = custode_map_open(CUSTODE_MAP_ADMITTED);
-	if (map < 0) {
-		if (errno == ENOENT)
-			return custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_ADMIT_REFUSED,
-					      "the pinned engine has no process class: it is reserved to no binary, "
-					      "and any custode binary may open it");
+	if (map < 0 && errno == ENOENT) {
+		/* no process class: the engine is reserved to no binary, any custode binary opens it */
+		if (out)
+			*out = json_pack("{s:I, s:I, s:i, s:b, s:b}", "dev", (json_int_t)key.dev, "ino",
+					 (json_int_t)key.ino, "abi_version", (int)abi, "already", 1, "reserved", 0);
+		return 1;
+	}
+	if (map < 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_ENGINE_PROTECTED, "%s: %s",
 				      custode_map_name(CUSTODE_MAP_ADMITTED), strerror(errno));
-	}
 	if (custode_self_exe_identity(&self.dev, &self.ino) == 0 && self.dev == key.dev && self.ino == key.ino)
 		already = true;
 	else if (bpf_map_lookup_elem(map, &key, &cur) == 0)
@@ -133,8 +135,8 @@ int custode_engine_admit_fd(int fd, int mount_pid, unsigned engine_abi, int by, 
 	}
 	close(map);
 	if (out)
-		*out = json_pack("{s:I, s:I, s:i, s:b}", "dev", (json_int_t)key.dev, "ino", (json_int_t)key.ino,
-				 "abi_version", (int)abi, "already", already);
+		*out = json_pack("{s:I, s:I, s:i, s:b, s:b}", "dev", (json_int_t)key.dev, "ino", (json_int_t)key.ino,
+				 "abi_version", (int)abi, "already", already, "reserved", 1);
 	return already ? 1 : 0;
 }
 

@@ -40,8 +40,9 @@ int custode_admit_check(int fd, unsigned engine_abi, unsigned *abi, struct custo
  * Admit the executable open at fd (read access; its mount in the mount
  * namespace of mount_pid, 0 for this process's) to the pinned engine of
  * engine_abi, on behalf of process by. 0 admitted now, 1 already allowed
- * (this very binary, or admitted before); refused otherwise (why).
- * *out (when non-NULL): {"dev", "ino", "abi_version", "already"}.
+ * (this very binary, admitted before, or an engine without the process class,
+ * which reserves it to no binary); refused otherwise (why).
+ * *out (when non-NULL): {"dev", "ino", "abi_version", "already", "reserved"}.
  */
 int custode_engine_admit_fd(int fd, int mount_pid, unsigned engine_abi, int by, json_t **out,
 			    struct custode_refusal *why);
