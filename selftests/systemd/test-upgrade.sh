@@ -12,44 +12,10 @@
 # new binary was locked out before (control), is admitted, the new daemon runs
 # it and adopted the run, and the run stayed confined throughout.
 # Output: TAP. Exit 0 all passed, 1 a check failed, 77 not in the systemd guest.
-set -u
-export LC_ALL=C DEBIAN_FRONTEND=noninteractive
-repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 
-if [[ ${CUSTODE_IN_GUEST:-} != 1 || $(cat /proc/1/comm 2>/dev/null) != systemd ]]; then
-	echo "1..0 # SKIP needs the systemd guest: tools/vmrun --rootfs systemd -- $0"
-	exit 77
-fi
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION CMD...: ok when CMD exits 0
-	local d=$1
-	shift
-	if "$@"; then ok "$d"; else not_ok "$d"; fi
-}
-diag() { sed 's/^/# /'; }
-wait_for() { # wait_for SECONDS CMD...: poll CMD every 0.2 s
-	local end=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		(($(date +%s) < end)) || return 1
-		sleep 0.2
-	done
-}
-show_unit() { systemctl show -p "$1" --value custode; }
-
-debs=("$repo"/build/custode_*.deb)
-if [[ ! -s ${debs[0]} ]]; then
-	echo "Bail out! no build/custode_*.deb: run (cd build && cpack -G DEB) on the host first"
-	exit 1
-fi
-cp -- "${debs[-1]}" /tmp/ && deb=/tmp/${debs[-1]##*/}
-chmod 0644 "$deb"
-if [[ $(dpkg-query -W -f='${Status}' custode 2>/dev/null) != "install ok installed" ]]; then
-	apt-get install -y -q "$deb" >/tmp/apt-up0.log 2>&1 || { diag </tmp/apt-up0.log; echo "Bail out! install"; exit 1; }
-fi
+find_deb
+ensure_installed
 check "systemctl start custode" systemctl start custode
 
 # A long-running run of the read profile (it loads the process class: from now on the
@@ -113,6 +79,4 @@ check "a new run by the new binary is confined" new_run_denied
 
 check "systemctl stop custode at the end" systemctl stop custode
 check "no unit failed" test -z "$(systemctl list-units --failed --plain --no-legend)"
-echo "1..$n"
-echo "# $((n - failed)) passed, $failed failed"
-((failed == 0))
+finish
