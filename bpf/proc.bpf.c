@@ -33,6 +33,19 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u64 custode_exe_dev = 0;
 const volatile __u64 custode_exe_ino = 0;
 
+/*
+ * Binaries admitted besides that one (upgrades: docs/process.md). Written
+ * only by a binary that may already open it: custode_admitted is custode_*,
+ * so bpf_object() below guards it like every other map of the engine.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CUSTODE_MAX_ADMITTED);
+	__type(key, struct custode_exe_key);
+	__type(value, struct custode_admission);
+	CUSTODE_PIN_BY_NAME(custode_admitted);
+} custode_admitted SEC(".maps");
+
 #define PTRACE_MODE_NOAUDIT 0x04
 #define F_SETOWN 8
 #define F_SETOWN_EX 15
@@ -987,11 +1000,12 @@ CUSTODE_LSM(bpf, custode_proc_bpf_kernel, int cmd, union bpf_attr *attr, unsigne
 	return ret ? ret : bpf_cmd(cmd);
 }
 
-/* Is the current task executing the custode binary that loaded this object? */
+/* Is the current task executing the custode binary that loaded this object, or one admitted since? */
 static __always_inline bool current_is_custode(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mm_struct *mm = task->mm;
+	struct custode_exe_key key;
 	struct file *exe;
 	struct inode *inode;
 
@@ -1001,7 +1015,13 @@ static __always_inline bool current_is_custode(void)
 	if (!exe)
 		return false;
 	inode = exe->f_inode;
-	return inode && inode->i_ino == custode_exe_ino && inode->i_sb->s_dev == custode_exe_dev;
+	if (!inode)
+		return false;
+	key.dev = inode->i_sb->s_dev;
+	key.ino = inode->i_ino;
+	if (key.ino == custode_exe_ino && key.dev == custode_exe_dev)
+		return true;
+	return bpf_map_lookup_elem(&custode_admitted, &key) != NULL;
 }
 
 /* custode's objects are named custode_* (bpf/lib/maps.bpf.h, the meta map, every program). */

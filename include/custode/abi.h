@@ -10,7 +10,7 @@
 #include "custode/types.h"
 #include "custode/reasons.h"
 
-#define CUSTODE_ABI_VERSION 5 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3) */
+#define CUSTODE_ABI_VERSION 6 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted) */
 
 /* bpffs layout of the pinned engine */
 #define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"
@@ -355,5 +355,38 @@ _Static_assert(sizeof(struct custode_throttle) == 32, "custode_throttle ABI");
 _Static_assert(sizeof(struct custode_event_cfg) == 16, "custode_event_cfg ABI");
 _Static_assert(sizeof(struct custode_event_stats) == 16, "custode_event_stats ABI");
 _Static_assert(CUSTODE_MAX_GATES <= 32, "custode_gates.used is a 32-bit map");
+
+/* ---- upgrades: binaries admitted to the engine (docs/process.md, "Upgrades") ---- */
+
+/*
+ * An executable's identity as the kernel sees it: (i_sb->s_dev, i_ino) of
+ * task->mm->exe_file. Key of custode_admitted: besides the binary that
+ * loaded the process class, these binaries may open custode's maps and
+ * programs (bpf/proc.bpf.c current_is_custode). Only a binary that may
+ * already open the engine can add one (the map is custode_*).
+ */
+struct custode_exe_key {
+	__u64 dev;
+	__u64 ino;
+};
+
+struct custode_admission {
+	__u64 admitted_at; /* CLOCK_REALTIME seconds */
+	__u32 abi_version; /* the admitted binary's, equal to the engine's when admitted */
+	__u32 by_pid;      /* the process that asked (the daemon's peer, or the admitting command) */
+};
+
+#define CUSTODE_MAX_ADMITTED 64
+
+/*
+ * Every custode binary carries this marker once per build, followed by its
+ * ABI version in decimal and a newline: how the daemon tells a custode binary
+ * of the engine's ABI from another executable before admitting it
+ * (userspace/engine/admit.c). The leading byte keeps it out of text.
+ */
+#define CUSTODE_ABI_MARKER "\x7f" "custode-engine-abi="
+
+_Static_assert(sizeof(struct custode_exe_key) == 16, "custode_exe_key ABI");
+_Static_assert(sizeof(struct custode_admission) == 16, "custode_admission ABI");
 
 #endif

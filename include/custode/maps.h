@@ -42,7 +42,9 @@
 	X(DNS_RUN_TOKEN, custode_dns_run_token)       \
 	X(DNS_TOKEN_RUN, custode_dns_token_run)       \
 	X(DNS_ORIG, custode_dns_orig)                 \
-	X(DNS_COUNTERS, custode_dns_counters)
+	X(DNS_COUNTERS, custode_dns_counters)         \
+	/* bpf/proc.bpf.c: proc */                     \
+	X(ADMITTED, custode_admitted)
 
 enum custode_map_id {
 #define CUSTODE_X_MAP(id, name) CUSTODE_MAP_##id,

@@ -106,3 +106,61 @@ out:
 		df_cg_remove(cg);
 	kt_stop(&f.pid, SIGTERM);
 }
+
+/*
+ * A daemon without --bundle-state keeps its floors in the default directory;
+ * re-verifying an attached bundle's run (`runs`) must compare with that floor,
+ * not with no directory at all (it once passed NULL and every such run showed
+ * "unverified").
+ */
+KTEST(attach_bundle_default_state_reverified)
+{
+	struct dfix f;
+	char cg[PATH_MAX], dir[400], pub[400], name[64], b1[400], rid[17] = "";
+	const char *extra[] = {"--bundles", dir, "--trust", pub, NULL};
+	json_t *resp, *run;
+
+	ktest_need_lsm();
+	cg[0] = 0;
+	if (!df_setup(&f))
+		return;
+	snprintf(dir, sizeof(dir), "%s/bundles", f.d.root);
+	snprintf(pub, sizeof(pub), "%s/key.pub", f.d.root);
+	snprintf(b1, sizeof(b1), "%s/v1.dsse.json", f.d.root);
+	snprintf(name, sizeof(name), "test/default-state-%d", (int)getpid());
+	if (!ASSERT_EQ(mkdir(dir, 0755), 0, "bundles dir") || !ASSERT_TRUE(df_keygen(&f, "key"), "keygen") ||
+	    !ASSERT_TRUE(df_sign(&f, "key", df_read_policy(name, 1, NULL), b1), "sign v1") ||
+	    !ASSERT_TRUE(df_daemon_start(&f, extra), "daemon with the default floor directory"))
+		return;
+	snprintf(cg, sizeof(cg), "%s/ktest-default-state-%d", f.cgmount, (int)getpid());
+	if (!ASSERT_TRUE(df_cg_make(cg), "cgroup"))
+		goto out;
+	/* the bundle lives outside the watched directory: only its own file re-verifies it */
+	resp = df_call(attach_bundle(cg, b1, f.d.ws));
+	if (!ASSERT_TRUE(resp != NULL, "v1 attaches"))
+		goto out;
+	snprintf(rid, sizeof(rid), "%s", json_string_value(json_object_get(json_object_get(resp, "run"), "run_id")));
+	json_decref(resp);
+	run = df_run(rid);
+	if (ASSERT_TRUE(run != NULL, "listed")) {
+		const json_t *pol = json_object_get(run, "policy");
+
+		ASSERT_TRUE(json_is_true(json_object_get(pol, "verified")), "re-verified against the default floor");
+		if (!json_is_true(json_object_get(pol, "verified")))
+			ktest_log("unverified: %s", json_string_value(json_object_get(pol, "unverified")));
+	}
+	json_decref(run);
+	/* the control: a bundle that no longer verifies (the file replaced by garbage) shows unverified */
+	ktest_write_file(b1, "{}", 0644);
+	run = df_run(rid);
+	if (ASSERT_TRUE(run != NULL, "still listed"))
+		ASSERT_TRUE(json_is_false(json_object_get(json_object_get(run, "policy"), "verified")),
+			    "control: a broken bundle file is reported unverified");
+	json_decref(run);
+out:
+	if (rid[0])
+		json_decref(df_call(json_pack("{s:s, s:s}", "cmd", "detach", "run_id", rid)));
+	if (cg[0])
+		df_cg_remove(cg);
+	kt_stop(&f.pid, SIGTERM);
+}

@@ -36,6 +36,7 @@
 
 struct dfix {
 	struct ktest_dirs d;
+	const char *bin; /* the custode binary df_daemon_start runs; NULL: ktest_custode() */
 	int pid;
 	char out[320], err[320];
 	char cgmount[PATH_MAX];
@@ -68,7 +69,7 @@ static inline bool df_daemon_start(struct dfix *f, const char *const *extra)
 	char *argv[40];
 	int n = 0;
 
-	argv[n++] = (char *)ktest_custode();
+	argv[n++] = (char *)(f->bin ? f->bin : ktest_custode());
 	argv[n++] = "daemon";
 	argv[n++] = "--no-resolver";
 	for (; extra && *extra && n < 38; extra++)

@@ -68,6 +68,17 @@ KTEST(daemon_reaps_orphans)
 	/* no `custode gc`: the daemon reaps it */
 	snprintf(needle, sizeof(needle), "gc: run %s: reaped orphaned run", orphan.rid);
 	ASSERT_TRUE(kt_wait_for(f.err, needle, f.pid, 30000), "the daemon reports the reap");
+	{
+		json_t *m = df_call(json_pack("{s:s}", "cmd", "metrics"));
+		const char *text = json_string_value(json_object_get(m, "text"));
+
+		const char *at = text ? strstr(text, "\ncustode_runs_orphans_reaped_total ") : NULL;
+		long n = at ? strtol(at + strlen("\ncustode_runs_orphans_reaped_total "), NULL, 10) : 0;
+
+		/* at least this one (a leftover of an earlier test may have been reaped too) */
+		ASSERT_TRUE(n >= 1, "the reap is counted in custode_runs_orphans_reaped_total");
+		json_decref(m);
+	}
 	for (int i = 0; i < 500 && ktest_pid_alive(orphan.pid); i++)
 		usleep(20000);
 	ASSERT_TRUE(!ktest_pid_alive(orphan.pid), "the orphan's command killed");

@@ -23,50 +23,10 @@
 #       cgroup, attached anew); `systemctl stop` leaves no attached run.
 # Plus the refusals: unknown unit, unit without a cgroup, no systemctl.
 # Output: TAP. Exit 0 all passed, 1 a check failed, 77 not in the systemd guest.
-set -u
-export LC_ALL=C DEBIAN_FRONTEND=noninteractive
-repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
-
-if [[ ${CUSTODE_IN_GUEST:-} != 1 || $(cat /proc/1/comm 2>/dev/null) != systemd ]]; then
-	echo "1..0 # SKIP needs the systemd guest: tools/vmrun --rootfs systemd -- $0"
-	exit 77
-fi
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION CMD...: ok when CMD exits 0
-	local d=$1
-	shift
-	if "$@"; then ok "$d"; else not_ok "$d"; fi
-}
-diag() { sed 's/^/# /'; }
-t0=$(date +%s.%N)
-elapsed() { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
-wait_for() { # wait_for SECONDS CMD...: poll CMD every 0.2 s
-	local end=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		(($(date +%s) < end)) || return 1
-		sleep 0.2
-	done
-}
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 
 # ------------------------------------------------- the package, the daemon
-if [[ $(dpkg-query -W -f='${Status}' custode 2>/dev/null) != "install ok installed" ]]; then
-	debs=("$repo"/build/custode_*.deb)
-	if [[ ! -s ${debs[0]} ]]; then
-		echo "Bail out! no build/custode_*.deb: run (cd build && cpack -G DEB) on the host first"
-		exit 1
-	fi
-	cp -- "${debs[-1]}" /tmp/ && deb=/tmp/${debs[-1]##*/}
-	chmod 0644 "$deb"
-	if ! apt-get install -y -q "$deb" >/tmp/apt.log 2>&1; then
-		diag </tmp/apt.log
-		echo "Bail out! the package did not install"
-		exit 1
-	fi
-fi
+ensure_installed
 ok "custode is installed"
 if systemctl start custode >/tmp/start.log 2>&1; then ok "systemctl start custode"; else
 	diag </tmp/start.log
@@ -236,6 +196,4 @@ systemctl daemon-reload
 check "systemctl stop custode at the end" systemctl stop custode
 check "no unit failed" test -z "$(systemctl list-units --failed --plain --no-legend)"
 systemctl list-units --failed --plain --no-legend | diag
-echo "1..$n"
-echo "# $((n - failed)) passed, $failed failed, $(elapsed) s in the guest"
-((failed == 0))
+finish

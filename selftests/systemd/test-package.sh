@@ -13,46 +13,10 @@
 # confined (an attack with its control), stays confined across `systemctl
 # restart`, and is adopted again after `systemctl stop` + `start`.
 # Output: TAP. Exit 0 all passed, 1 a check failed, 77 not in the systemd guest.
-set -u
-export LC_ALL=C DEBIAN_FRONTEND=noninteractive
-repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
-
-if [[ ${CUSTODE_IN_GUEST:-} != 1 || $(cat /proc/1/comm 2>/dev/null) != systemd ]]; then
-	echo "1..0 # SKIP needs the systemd guest: tools/vmrun --rootfs systemd -- $0"
-	exit 77
-fi
-
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION CMD...: ok when CMD exits 0
-	local d=$1
-	shift
-	if "$@"; then ok "$d"; else not_ok "$d"; fi
-}
-diag() { sed 's/^/# /'; }
-t0=$(date +%s.%N)
-elapsed() { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
-wait_for() { # wait_for SECONDS CMD...: poll CMD every 0.2 s
-	local end=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		(($(date +%s) < end)) || return 1
-		sleep 0.2
-	done
-}
-show_unit() { systemctl show -p "$1" --value custode; }
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 
 # ---------------------------------------------------------------- install
-debs=("$repo"/build/custode_*.deb)
-if [[ ! -s ${debs[0]} ]]; then
-	echo "1..0 # no package: run (cd build && cpack -G DEB) on the host first"
-	echo "Bail out! no build/custode_*.deb"
-	exit 1
-fi
-# apt reads the file as _apt: give it a copy it can open
-cp -- "${debs[-1]}" /tmp/ && deb=/tmp/${debs[-1]##*/}
-chmod 0644 "$deb"
+find_deb
 if apt-get install -y -q "$deb" >/tmp/apt.log 2>&1; then
 	ok "apt-get install ./${deb##*/} (offline, dependencies from the root file system)"
 else
@@ -72,7 +36,7 @@ echo "# installed at $(elapsed) s"
 # ----------------------------------------------------------------- start
 t1=$(date +%s.%N)
 if systemctl enable --now custode >/tmp/enable.log 2>&1; then
-	ok "systemctl enable --now custode (took $(awk -v a="$t1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s)"
+	ok "systemctl enable --now custode (took $(elapsed "$t1") s)"
 else
 	not_ok "systemctl enable --now custode"
 	diag </tmp/enable.log
@@ -163,7 +127,7 @@ custode runs 2>&1 | diag
 id=$(live_run)
 t1=$(date +%s.%N)
 check "systemctl restart custode" systemctl restart custode
-echo "# restart took $(awk -v a="$t1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+echo "# restart took $(elapsed "$t1") s"
 check "active again after the restart" systemctl -q is-active custode
 check "a new main process" test "$(show_unit MainPID)" != "$main_pid"
 check "run $id is still listed, live, after the restart" run_listed "$id"
@@ -202,6 +166,4 @@ check "custode runs answers after the crash restart" runs_answers
 check "systemctl stop custode at the end" systemctl stop custode
 check "no unit failed" test -z "$(systemctl list-units --failed --plain --no-legend)"
 systemctl list-units --failed --plain --no-legend | diag
-echo "1..$n"
-echo "# $((n - failed)) passed, $failed failed, $(elapsed) s in the guest"
-((failed == 0))
+finish

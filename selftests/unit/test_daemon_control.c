@@ -159,10 +159,12 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
-static json_t *handler(void *ctx, const char *cmd, const json_t *req, struct custode_refusal *why)
+static json_t *handler(void *ctx, const char *cmd, const json_t *req, int peer_pid, struct custode_refusal *why)
 {
 	(void)ctx;
 	atomic_fetch_add(&handled, 1);
+	if (!strcmp(cmd, "whoami")) /* the handler learns the peer's pid (the daemon's "admit" relies on it) */
+		return json_pack("{s:i}", "peer_pid", peer_pid);
 	if (!strcmp(cmd, "echo"))
 		return json_pack("{s:O*}", "arg", json_object_get(req, "arg"));
 	if (!strcmp(cmd, "big")) { /* an answer of "bytes" bytes */
@@ -346,6 +348,36 @@ static void expect_refusal(struct reader *r, const char *reason, const char *det
 		cr_expect(strstr(str(o, "detail"), detail_part) != NULL, "detail \"%s\" lacks \"%s\"", str(o, "detail"),
 			  detail_part);
 	json_decref(o);
+}
+
+Test(control_server, handler_gets_the_peers_pid)
+{
+	struct reader *r = calloc(1, sizeof(*r));
+	json_t *o;
+	pid_t child;
+	int st;
+
+	need_root();
+	server_start();
+	/* a client in another process: its pid, not the server's */
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (!child) {
+		r->fd = conn();
+		send_str(r->fd, "{\"cmd\": \"whoami\"}\n");
+		o = answer(r);
+		_exit(json_integer_value(json_object_get(o, "peer_pid")) == getpid() ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(child, &st, 0), child);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the handler saw the client's pid");
+	r->fd = conn();
+	send_str(r->fd, "{\"cmd\": \"whoami\"}\n");
+	o = answer(r);
+	cr_expect_eq(json_integer_value(json_object_get(o, "peer_pid")), getpid());
+	json_decref(o);
+	close(r->fd);
+	free(r);
+	server_stop();
 }
 
 Test(control_server, ping_answers_pid_version_and_id)

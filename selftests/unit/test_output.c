@@ -96,6 +96,10 @@ Test(output, engine_status_text)
 	char *out = NULL;
 
 	cr_assert(st != NULL);
+	json_object_set_new(st, "admitted",
+			    json_pack("[{s:I, s:I, s:i, s:i, s:s}]", "dev", (json_int_t)(8 << 20 | 1), "ino",
+				      (json_int_t)4242, "abi_version", 6, "by_pid", 77, "admitted_at",
+				      "2026-01-01T00:00:05Z"));
 	CAPTURE(out, custode_print_engine_status(st, f));
 	cr_expect_str_eq(out, "pin root         /sys/fs/bpf/custode\n"
 			      "loaded at        2026-01-01T00:00:00.000000Z\n"
@@ -105,6 +109,8 @@ Test(output, engine_status_text)
 			      "runs             2\n"
 			      "events           7 (1 dropped)\n"
 			      "run cache        off\n"
+			      "admitted         1\n"
+			      "  dev 8:1 ino 4242, ABI 6, 2026-01-01T00:00:05Z\n"
 			      "map entries\n"
 			      "  custode_runs                   2\n"
 			      "  custode_pins                   0\n");

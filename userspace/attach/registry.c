@@ -249,7 +249,7 @@ int custode_attach_verify(const struct custode_attached *a, __u64 running_versio
 		/* the attached file, at the version the run has (a live update may have moved it on) */
 		if (custode_bundle_verify_file(a->policy_ref, src->trust, now, &p, &info, &w) == 0 &&
 		    !strcmp(info.name, a->policy_name) && info.version == running_version &&
-		    custode_bundle_floor_check(src->state_dir, &info, &w) == 0) {
+		    custode_bundle_floor_check(custode_source_floor_dir(src), &info, &w) == 0) {
 			custode_policy_free(p);
 			return 0;
 		}

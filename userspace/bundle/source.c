@@ -96,8 +96,7 @@ int custode_source_profile(const char *name, struct custode_resolved_policy *r, 
 	return 0;
 }
 
-/* Where src keeps its version floors. */
-static const char *floor_dir(const struct custode_policy_source *src)
+const char *custode_source_floor_dir(const struct custode_policy_source *src)
 {
 	return src->state_dir ? src->state_dir : CUSTODE_BUNDLE_STATE_DIR;
 }
@@ -131,7 +130,7 @@ int custode_source_find_named(const char *dir, const char *name, __u64 want_vers
 		if (custode_bundle_verify_file(path, src->trust, now, &p, &i, &w) < 0)
 			continue;
 		if (strcmp(i.name, name) || (want_version != (__u64)-1 && i.version != want_version) ||
-		    (found && i.version <= info->version) || custode_bundle_floor_check(floor_dir(src), &i, &w) < 0) {
+		    (found && i.version <= info->version) || custode_bundle_floor_check(custode_source_floor_dir(src), &i, &w) < 0) {
 			custode_policy_free(p);
 			continue;
 		}
@@ -158,7 +157,7 @@ static int bundle_checked(const char *path, const struct custode_policy_source *
 	int err;
 
 	if ((err = custode_bundle_verify_file(path, src->trust, (int64_t)time(NULL), &p, info, why)) ||
-	    (err = custode_bundle_floor_check(floor_dir(src), info, why))) {
+	    (err = custode_bundle_floor_check(custode_source_floor_dir(src), info, why))) {
 		custode_policy_free(p);
 		return err;
 	}
@@ -183,7 +182,7 @@ int custode_source_bundle(const char *path, const char *name, const struct custo
 		if ((err = custode_source_find_named(src->bundles_dir, name, (__u64)-1, src, &r->p, &info, r->ref, sizeof(r->ref), why)))
 			return err;
 		/* find_named compared it with the floor; accept raises it (with check_floor_only, the caller does) */
-		if (!src->check_floor_only && (err = custode_bundle_accept(floor_dir(src), &info, NULL, why))) {
+		if (!src->check_floor_only && (err = custode_bundle_accept(custode_source_floor_dir(src), &info, NULL, why))) {
 			custode_policy_free(r->p);
 			r->p = NULL;
 			return err;
@@ -208,7 +207,7 @@ int custode_source_bundle(const char *path, const char *name, const struct custo
 int custode_source_accept(const struct custode_policy_source *src, const struct custode_bundle_info *info,
 			  struct custode_refusal *why)
 {
-	return custode_bundle_accept(floor_dir(src), info, NULL, why);
+	return custode_bundle_accept(custode_source_floor_dir(src), info, NULL, why);
 }
 
 int custode_bundle_window_json(json_t *o, int64_t not_before, int64_t not_after)

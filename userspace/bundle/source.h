@@ -93,4 +93,7 @@ int custode_source_bundle(const char *path, const char *name, const struct custo
 int custode_source_accept(const struct custode_policy_source *src, const struct custode_bundle_info *info,
 			  struct custode_refusal *why);
 
+/* Where src keeps its version floors: its state_dir, or CUSTODE_BUNDLE_STATE_DIR. */
+const char *custode_source_floor_dir(const struct custode_policy_source *src);
+
 #endif

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <unistd.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -10,6 +12,8 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "control/control.h"
+#include "engine/admit.h"
 #include "util/exit.h"
 #include "engine/engine.h"
 #include "engine/maps.h"
@@ -25,6 +29,7 @@ static void engine_usage(FILE *f)
 	fprintf(f, "usage: custode engine status [--json]\n"
 		   "       custode engine load\n"
 		   "       custode engine unload [--force]\n"
+		   "       custode engine admit [--exe PATH] [--json]\n"
 		   "\n"
 		   "The pinned engine lives under " CUSTODE_PIN_ROOT " and outlives every custode\n"
 		   "process. `custode run` loads it on first use; `load` does so ahead of time,\n"
@@ -36,7 +41,16 @@ static void engine_usage(FILE *f)
 		   "the engine and is refused while runs are registered, unless --force (which\n"
 		   "leaves those runs unconfined).\n"
 		   "\n"
-		   "Exit: 0 done (load: some class loaded; unload: also when none was loaded);\n"
+		   "`admit` lets a new custode binary open an engine whose process class an\n"
+		   "older one loaded (an upgrade without draining the runs:\n"
+		   "docs/process.md). Run by the new binary, it asks the running daemon to admit\n"
+		   "the binary that asks; with --exe PATH, run by a binary that may open the\n"
+		   "engine, it admits PATH itself. Admitted: a root-owned file writable by no one\n"
+		   "else that carries the engine's ABI (engine.admit_refused, engine.abi_differs).\n"
+		   "It then checks that the binary opens the engine.\n"
+		   "\n"
+		   "Exit: 0 done (load: some class loaded; unload: also when none was loaded;\n"
+		   "admit: also when the binary could open the engine already, or none is loaded);\n"
 		   "125 refused or failed (not root; status: no engine loaded, engine.missing;\n"
 		   "load: no class loads here: the reason code is on stderr); 2 usage.\n");
 }
@@ -115,20 +129,122 @@ static json_t *map_entries(void)
 	return o;
 }
 
+/* Print what was admitted: a line, or the document {"admitted": {...}, "path", "opens"}. */
+static void admit_report(json_t *admitted, const char *path, bool json)
+{
+	bool already = json_is_true(json_object_get(admitted, "already"));
+	__u64 dev = (__u64)json_integer_value(json_object_get(admitted, "dev"));
+
+	if (json) {
+		json_t *o = json_pack("{s:O, s:s, s:b}", "admitted", admitted, "path", path, "opens", 1);
+
+		custode_print_document(o, stdout);
+		json_decref(o);
+		return;
+	}
+	if (json_is_false(json_object_get(admitted, "reserved"))) {
+		printf("custode: engine: %s opens the engine: no process class is loaded, so it is reserved to no "
+		       "binary\n",
+		       path);
+		return;
+	}
+	printf("custode: engine: %s %s (dev %llu:%llu, ino %lld): it opens the engine\n",
+	       already ? "already admitted:" : "admitted", path, (unsigned long long)(dev >> 20),
+	       (unsigned long long)(dev & 0xfffff), (long long)json_integer_value(json_object_get(admitted, "ino")));
+}
+
+/*
+ * `engine admit [--exe PATH]`: see engine_usage. Without --exe: this binary,
+ * by the daemon (when this binary is locked out) or by itself (when it may
+ * already open the engine: nothing to do). Either way the end is checked by
+ * opening the engine again.
+ */
+static int engine_admit(struct custode_engine *e, const char *exe, bool json, struct custode_refusal *why)
+{
+	char self[PATH_MAX];
+	json_t *admitted = NULL, *resp = NULL;
+	ssize_t n;
+	int err, fd;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = 0;
+	err = custode_engine_open(e, 0, 0, why);
+	if (err && why->reason == CUSTODE_REASON_ENGINE_MISSING) {
+		printf(json ? "{\"admitted\":null,\"loaded\":false,\"opens\":true}\n"
+			    : "custode: engine: no engine is pinned: any custode binary may load one\n");
+		return 0;
+	}
+	if (!err) {
+		if (!exe) {
+			fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+			exe = self;
+		} else {
+			fd = open(exe, O_RDONLY | O_CLOEXEC);
+		}
+		if (fd < 0) {
+			err = custode_refuse(why, errno, CUSTODE_REASON_ENGINE_ADMIT_REFUSED, "%s: %s", exe, strerror(errno));
+		} else {
+			err = custode_engine_admit_fd(fd, 0, e->meta.abi_version, (int)getpid(), &admitted, why);
+			close(fd);
+		}
+		custode_engine_close(e);
+		if (err < 0)
+			return err;
+		admit_report(admitted, exe, json);
+		json_decref(admitted);
+		return 0;
+	}
+	if (why->reason != CUSTODE_REASON_ENGINE_PROTECTED)
+		return err;
+	if (exe)
+		return custode_refuse(why, EPERM, CUSTODE_REASON_ENGINE_PROTECTED,
+				      "--exe: this binary may not open the engine itself, so it cannot admit "
+				      "another; run it without --exe to ask the daemon, or run `engine admit --exe` "
+				      "with the binary that loaded the engine");
+	{
+		json_t *req = json_pack("{s:s}", "cmd", "admit");
+
+		err = custode_control_call(req, &resp, 30000, why);
+		json_decref(req);
+	}
+	if (err) {
+		if (why->reason == CUSTODE_REASON_DAEMON_NOT_RUNNING)
+			return custode_refuse(why, EPERM, CUSTODE_REASON_ENGINE_PROTECTED,
+					      "the pinned engine is reserved to another custode binary and no daemon "
+					      "runs to admit this one: run `custode engine admit --exe %s` with the "
+					      "binary that loaded the engine (a running custode's /proc/PID/exe works), "
+					      "or wait until no run is registered and reload the engine",
+					      self);
+		return err;
+	}
+	/* the kernel has the last word: this binary opens the engine now */
+	if ((err = custode_engine_open(e, 0, 0, why))) {
+		json_decref(resp);
+		return err;
+	}
+	custode_engine_close(e);
+	admit_report(json_object_get(resp, "admitted"), self, json);
+	json_decref(resp);
+	return 0;
+}
+
 int custode_cmd_engine(int argc, char **argv)
 {
 	static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {"force", no_argument, NULL, 'f'},
-					     {"help", no_argument, NULL, 'h'}, {0}};
+					     {"exe", required_argument, NULL, 'e'}, {"help", no_argument, NULL, 'h'},
+					     {0}};
 	struct custode_refusal why = {0};
 	struct custode_engine e;
 	bool json = false, force = false;
-	const char *verb;
+	const char *verb, *exe = NULL;
 	int c, err;
 
 	custode_getopt_start();
 	while ((c = getopt_long(argc, argv, "jfh", opts, NULL)) != -1) {
 		if (c == 'j')
 			json = true;
+		else if (c == 'e')
+			exe = optarg;
 		else if (c == 'f')
 			force = true;
 		else if (c == 'h') {
@@ -139,16 +255,25 @@ int custode_cmd_engine(int argc, char **argv)
 		}
 	}
 	if (optind == argc)
-		return custode_usage_error("engine", EXIT_USAGE, "needs an action: status, load or unload");
+		return custode_usage_error("engine", EXIT_USAGE, "needs an action: status, load, unload or admit");
 	verb = argv[optind];
-	if (strcmp(verb, "status") && strcmp(verb, "load") && strcmp(verb, "unload"))
+	if (strcmp(verb, "status") && strcmp(verb, "load") && strcmp(verb, "unload") && strcmp(verb, "admit"))
 		return custode_usage_error("engine", EXIT_USAGE, "unknown action '%s'", verb);
+	if (exe && strcmp(verb, "admit"))
+		return custode_usage_error("engine", EXIT_USAGE, "--exe goes with admit only");
+	if (exe && exe[0] != '/')
+		return custode_usage_error("engine", EXIT_USAGE, "--exe: not an absolute path: %s", exe);
 	if (optind + 1 < argc)
 		return custode_usage_extra_arg("engine", EXIT_USAGE, argv[optind + 1]);
 	if ((err = custode_host_prepare(&e, &why)))
 		goto fail;
 	if (!strcmp(verb, "load")) {
 		if ((err = engine_load(&e, &why)))
+			goto fail;
+		return 0;
+	}
+	if (!strcmp(verb, "admit")) {
+		if ((err = engine_admit(&e, exe, json, &why)))
 			goto fail;
 		return 0;
 	}
@@ -189,6 +314,11 @@ int custode_cmd_engine(int argc, char **argv)
 					    json_string(rc > 0 ? "cgroup-storage" : rc == 0 ? "off" : "absent"));
 		}
 		json_object_set_new(o, "entries", map_entries());
+		{
+			json_t *adm = custode_engine_admitted_json();
+
+			json_object_set_new(o, "admitted", adm ? adm : json_null());
+		}
 		if (json)
 			custode_print_document(o, stdout);
 		else

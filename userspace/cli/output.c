@@ -50,6 +50,15 @@ void custode_print_engine_status(const json_t *st, FILE *f)
 	fprintf(f, "%-16s %lld\n", "runs", num(st, "runs"));
 	fprintf(f, "%-16s %lld (%lld dropped)\n", "events", num(st, "events"), num(st, "events_dropped"));
 	fprintf(f, "%-16s %s\n", "run cache", str(st, "run_cache"));
+	{
+		const json_t *adm = json_object_get(st, "admitted"), *a;
+		size_t i;
+
+		fprintf(f, "%-16s %zu\n", "admitted", json_array_size(adm));
+		json_array_foreach(adm, i, a)
+			fprintf(f, "  dev %lld:%lld ino %lld, ABI %lld, %s\n", num(a, "dev") >> 20, num(a, "dev") & 0xfffff,
+				num(a, "ino"), num(a, "abi_version"), str(a, "admitted_at"));
+	}
 	fputs("map entries\n", f);
 	json_object_foreach((json_t *)entries, name, v)
 		fprintf(f, "  %-30s %lld\n", name, (long long)json_integer_value(v));

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "daemon/service_impl.h"
 #include "daemon/control.h"
 #include "daemon/stream.h"
+#include "engine/admit.h"
 #include "engine/maps.h"
 #include "metrics/metrics.h"
 #include "util/time.h"
@@ -94,6 +97,45 @@ static json_t *cmd_detach(struct custode_service *v, const json_t *req, struct c
 	return json_pack("{s:o}", "run", run);
 }
 
+/*
+ * "admit": the peer asks that its own executable may open the engine (an
+ * upgrade: docs/process.md). The peer is root and outside every run (the
+ * server's checks); its executable is opened through /proc/PID/exe — the
+ * file the kernel runs for it, whatever path it was started by — and must be
+ * a custode binary of the engine's ABI, root's alone (engine/admit.h). The
+ * peer waits for this answer, so its pid is not reused meanwhile.
+ */
+static json_t *cmd_admit(struct custode_service *v, int peer_pid, struct custode_refusal *why)
+{
+	char path[64], exe[PATH_MAX];
+	json_t *out = NULL;
+	ssize_t n;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", peer_pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		custode_refuse(why, errno, CUSTODE_REASON_ENGINE_ADMIT_REFUSED, "peer pid %d: its executable: %s",
+			       peer_pid, strerror(errno));
+		return NULL;
+	}
+	err = custode_engine_admit_fd(fd, peer_pid, v->e->meta.abi_version, peer_pid, &out, why);
+	close(fd);
+	if (err < 0) {
+		fprintf(stderr, "custode daemon: admit of %s (pid %d) refused: %s: %s\n", exe, peer_pid,
+			custode_reason_name(why->reason), why->detail);
+		return NULL;
+	}
+	json_object_set_new(out, "path", json_string(exe));
+	if (!err)
+		fprintf(stderr, "custode daemon: admitted %s (pid %d, dev %lld, ino %lld) to the engine\n", exe, peer_pid,
+			(long long)json_integer_value(json_object_get(out, "dev")),
+			(long long)json_integer_value(json_object_get(out, "ino")));
+	return json_pack("{s:o}", "admitted", out);
+}
+
 static json_t *cmd_status(struct custode_service *v)
 {
 	struct custode_stream_stats ss;
@@ -148,7 +190,7 @@ static json_t *cmd_status(struct custode_service *v)
 	return st;
 }
 
-json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, struct custode_refusal *why)
+json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, int peer_pid, struct custode_refusal *why)
 {
 	struct custode_service *v = ctx;
 
@@ -160,6 +202,8 @@ json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, st
 		return json_pack("{s:o}", "runs", custode_runs_list(v->e, &v->o.src, !json_is_false(json_object_get(req, "verify"))));
 	if (!strcmp(cmd, "status"))
 		return cmd_status(v);
+	if (!strcmp(cmd, "admit"))
+		return cmd_admit(v, peer_pid, why);
 	if (!strcmp(cmd, "metrics")) {
 		char *text = custode_service_metrics(v);
 		json_t *o = text ? json_pack("{s:s}", "text", text) : NULL;
@@ -170,6 +214,6 @@ json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, st
 		return o;
 	}
 	custode_refuse(why, EINVAL, CUSTODE_REASON_DAEMON_PROTOCOL,
-		       "unknown command '%s' (ping, status, runs, attach, detach, events, metrics)", cmd);
+		       "unknown command '%s' (ping, status, runs, attach, detach, admit, events, metrics)", cmd);
 	return NULL;
 }

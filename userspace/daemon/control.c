@@ -52,6 +52,7 @@ struct client {
 	struct custode_event_filter replay_f;
 	uint64_t lost;
 	json_t *id;   /* the request id, echoed */
+	int pid;      /* SO_PEERCRED at accept */
 };
 
 struct custode_control_server {
@@ -420,7 +421,7 @@ static void handle_line(struct client *cl, const char *line, size_t len)
 		cmd_events(cl, req);
 	} else if (!strcmp(cmd, "ping")) {
 		client_send(cl, json_pack("{s:b, s:i, s:s}", "ok", 1, "pid", (int)getpid(), "version", CUSTODE_VERSION));
-	} else if ((ans = cl->srv->fn(cl->srv->ctx, cmd, req, &why))) {
+	} else if ((ans = cl->srv->fn(cl->srv->ctx, cmd, req, cl->pid, &why))) {
 		json_object_set_new(ans, "ok", json_true());
 		client_send(cl, ans);
 	} else {
@@ -546,7 +547,7 @@ static int accept_event(void *arg, uint32_t revents)
 	(void)revents;
 	for (;;) {
 		struct custode_refusal why = {0};
-		struct ucred cred;
+		struct ucred cred = {.pid = 0, .uid = (uid_t)-1};
 		socklen_t len = sizeof(cred);
 		struct client *cl = NULL;
 		int fd = accept4(srv->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -572,7 +573,9 @@ static int accept_event(void *arg, uint32_t revents)
 			continue;
 		}
 		/* root only: the directory and the socket's mode keep others out; the peer's credentials decide */
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0) {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+			cl->pid = cred.pid;
+		if (len != sizeof(cred) || cl->pid <= 0 || cred.uid != 0) {
 			custode_refuse(&why, EPERM, CUSTODE_REASON_DAEMON_PEER,
 				       "the control socket answers root only (peer uid %d, pid %d)",
 				       len == sizeof(cred) ? (int)cred.uid : -1, len == sizeof(cred) ? (int)cred.pid : -1);

@@ -28,8 +28,10 @@ struct custode_control_server;
 /*
  * A command handler: the answer's fields (the server adds "ok": true and the
  * request's "id"), or NULL with *why filled (sent as an error answer).
+ * peer_pid: the client's pid from SO_PEERCRED at connect (the client is
+ * waiting for this answer, so the pid is still its own).
  */
-typedef json_t *(*custode_control_handler)(void *ctx, const char *cmd, const json_t *req,
+typedef json_t *(*custode_control_handler)(void *ctx, const char *cmd, const json_t *req, int peer_pid,
 					     struct custode_refusal *why);
 
 /*

@@ -152,6 +152,7 @@ static void metrics_stream(struct custode_service *v, struct custode_prom *p)
 	custode_prom_one(p, "custode_stream_follower_lost_total", "counter", "Records skipped for followers too slow to take them (each told {\"lost\": N}).", (double)cs.follower_lost);
 	custode_prom_one(p, "custode_stream_followers", "gauge", "Clients following the stream (custode events --follow).", (double)followers);
 	custode_prom_one(p, "custode_runs_reaped_total", "counter", "Runs this daemon reaped because their cgroup was gone.", (double)v->reaped);
+	custode_prom_one(p, "custode_runs_orphans_reaped_total", "counter", "Launched runs this daemon reaped because their launcher was gone (what custode gc does).", (double)v->orphans_reaped);
 }
 
 /* The engine's maps' fill levels, as last counted. */

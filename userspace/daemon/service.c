@@ -39,6 +39,11 @@ void service_report(void *ctx, const char *action, const char *detail, const jso
 /* What the daemon's orphan reaping did (the shared gc pass, custode_run_reap_orphans). */
 static void service_gc_report(void *ctx, const char *hex, const char *what, int err)
 {
+	struct custode_service *v = ctx;
+
+	/* "reaped orphaned run", "reaped run without state", "removed registration of a vanished cgroup" */
+	if (!err && (!strncmp(what, "reaped ", 7) || !strncmp(what, "removed ", 8)))
+		v->orphans_reaped++;
 	if (err)
 		fprintf(stderr, "custode daemon: gc: run %s: %s failed: %s\n", hex, what, strerror(-err));
 	else

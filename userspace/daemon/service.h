@@ -58,7 +58,7 @@ void custode_service_stop(struct custode_service *v);
 /* Close the service's map fds and free it (after custode_service_stop if it started). NULL: nothing. */
 void custode_service_free(struct custode_service *v);
 /* The control socket's handler for every command but "ping" and "events" (ctx: the service). */
-json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, struct custode_refusal *why);
+json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, int peer_pid, struct custode_refusal *why);
 /* The metrics text (Prometheus); caller frees. */
 char *custode_service_metrics(struct custode_service *v);
 

@@ -82,6 +82,7 @@ struct custode_service {
 	int http_fd, stats_fd, estats_fd, dnsc_fd;
 	struct http http[MAX_HTTP];
 	uint64_t reaped;
+	uint64_t orphans_reaped; /* launched runs reaped by the gc pass (service_gc_report) */
 	bool started; /* custode_service_start finished: /readyz */
 };
 

@@ -6,8 +6,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "custode/abi.h"
 #include "engine/self.h"
 #include "util/fsutil.h"
+
+#define XSTR(x) STR(x)
+#define STR(x) #x
+
+/*
+ * This binary's engine ABI marker (include/custode/abi.h): what the daemon
+ * looks for in a binary before admitting it (engine/admit.c). Defined here,
+ * in the object every loader links, so every custode binary carries it.
+ */
+__attribute__((used)) const char custode_abi_marker[] = CUSTODE_ABI_MARKER XSTR(CUSTODE_ABI_VERSION) "\n";
 
 /* The value after "name:\t" on a line of an fdinfo text. */
 static int fdinfo_field(const char *text, const char *name, unsigned long long *out)
@@ -61,22 +72,34 @@ int custode_exe_identity_parse(const char *fdinfo, const char *mountinfo, __u64 
 	return -ENOENT;
 }
 
+int custode_fd_identity(int fd, int mount_pid, __u64 *dev, __u64 *ino)
+{
+	char path[64], mi[64], *fdinfo = NULL, *mountinfo = NULL;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (mount_pid > 0)
+		snprintf(mi, sizeof(mi), "/proc/%d/mountinfo", mount_pid);
+	else
+		snprintf(mi, sizeof(mi), "/proc/self/mountinfo");
+	err = custode_read_file(path, 1u << 16, &fdinfo, NULL);
+	if (!err)
+		err = custode_read_file(mi, 16u << 20, &mountinfo, NULL);
+	if (!err)
+		err = custode_exe_identity_parse(fdinfo, mountinfo, dev, ino);
+	free(fdinfo);
+	free(mountinfo);
+	return err;
+}
+
 int custode_self_exe_identity(__u64 *dev, __u64 *ino)
 {
-	char path[64], *fdinfo = NULL, *mountinfo = NULL;
 	int fd, err;
 
 	fd = open("/proc/self/exe", O_PATH | O_CLOEXEC); /* identity only: never an open of the file (enrich.c) */
 	if (fd < 0)
 		return -errno;
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	err = custode_read_file(path, 1u << 16, &fdinfo, NULL);
-	if (!err)
-		err = custode_read_file("/proc/self/mountinfo", 16u << 20, &mountinfo, NULL);
-	if (!err)
-		err = custode_exe_identity_parse(fdinfo, mountinfo, dev, ino);
-	free(fdinfo);
-	free(mountinfo);
+	err = custode_fd_identity(fd, 0, dev, ino);
 	close(fd);
 	return err;
 }
