@@ -76,7 +76,7 @@ usage 2 "unexpected argument 'read'" profiles profiles read
 usage 2 "unexpected argument 'extra'" runs runs extra
 usage 2 "unexpected argument 'extra'" gc gc extra
 usage 2 "unknown action 'frob'" engine engine frob
-usage 2 "needs an action: status, load or unload" engine engine
+usage 2 "needs an action: status, load, unload or admit" engine engine
 usage 2 "unexpected argument 'now'" engine engine load now
 
 # ---- the daemon: every flag checked before anything is opened ----

@@ -21,7 +21,7 @@ static const struct {
 	{"doctor", custode_cmd_doctor, "report what this host can enforce, with evidence"},
 	{"events", custode_cmd_events, "print denial records"},
 	{"gc", custode_cmd_gc, "reap runs whose launcher is gone"},
-	{"engine", custode_cmd_engine, "status, load or unload the pinned engine"},
+	{"engine", custode_cmd_engine, "status, load, unload or admit to the pinned engine"},
 	{"profiles", custode_cmd_profiles, "list the built-in profiles"},
 	{"bundle", custode_cmd_bundle, "keygen, sign, verify, inspect signed policy bundles"},
 	{"daemon", custode_cmd_daemon, "the host's daemon: stream, control socket, resolver, bundles"},
