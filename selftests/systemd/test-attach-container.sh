@@ -25,7 +25,7 @@
 #   (c) `custode detach --container` (A's short id): A reads and connects again;
 #   (d) attach by full id without podman in PATH (the cgroup tree is
 #       searched for libpod-<id>.scope): confined again; detach by name.
-# Plus the refusals: unknown name, an ambiguous id prefix, a stopped
+# Plus the refusals: unknown name, an ambiguous id prefix, a stopped (exited)
 # container, a name without podman, usage errors.
 # Output: TAP. Exit 0 all passed, 1 a check failed, 77 not in the systemd guest.
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
@@ -140,9 +140,9 @@ rc=$(attach_out --container custode-no-such --profile read)
 check "attach --container of an unknown name: exit 125 (got $rc)" test "$rc" = 125
 check "... reason container.unknown" grep -q 'container.unknown' /tmp/attach.out
 diag </tmp/attach.out
-podman create --name custode-stopped "$img" /bin/true >/dev/null 2>&1
+podman run --name custode-stopped "$img" /bin/true >/dev/null 2>&1 # runs, exits
 rc=$(attach_out --container custode-stopped --profile read)
-check "attach --container of a stopped (created) container: exit 125 (got $rc)" test "$rc" = 125
+check "attach --container of a stopped (exited) container: exit 125 (got $rc)" test "$rc" = 125
 check "... reason container.not_running" grep -q 'container.not_running' /tmp/attach.out
 diag </tmp/attach.out
 # an ambiguous prefix: create containers until two ids share their first digit (at most 17)
