@@ -377,6 +377,11 @@ static void daemon_watch_hostaddrs(struct daemon *d)
 			custode_reason_name(hw.reason), hw.detail);
 }
 
+static int resolver_serve_netns(void *ctx, int pid, __u64 run_cgid, struct custode_refusal *why)
+{
+	return custode_resolver_serve_netns(ctx, pid, run_cgid, 5000, why);
+}
+
 /* The resolver, in its thread; its decisions go to the stream through the logger. */
 static int daemon_start_resolver(struct daemon *d, struct custode_refusal *why)
 {
@@ -403,6 +408,8 @@ static int daemon_start_resolver(struct daemon *d, struct custode_refusal *why)
 		"pins clamp(TTL, %u, %u) + %u s, quota %u per run; CNAME targets %s; pid %d\n",
 		CUSTODE_RESOLVER_PORT, up, cfg->ttl_min, cfg->ttl_max, cfg->grace, cfg->pin_quota,
 		cfg->cname_strict ? "must be granted" : "trusted", (int)getpid());
+	/* attached runs in network namespaces of their own: listened in too (a restart re-serves them) */
+	custode_service_set_resolver(d->service, resolver_serve_netns, rt->r);
 	return 0;
 }
 
