@@ -399,6 +399,8 @@ static int daemon_start_resolver(struct daemon *d, struct custode_refusal *why)
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "resolver thread: %s",
 				      strerror(errno));
 	rt->started = true;
+	/* attached runs in network namespaces of their own: listened in too (a restart re-serves them), before "ready" */
+	custode_service_set_resolver(d->service, resolver_serve_netns, rt->r);
 	for (size_t i = 0; i < cfg->n_upstream; i++) {
 		strncat(up, i ? ", " : "", sizeof(up) - strlen(up) - 1);
 		strncat(up, custode_sockaddr_format(&cfg->upstream[i], one, sizeof(one)), sizeof(up) - strlen(up) - 1);
@@ -408,8 +410,6 @@ static int daemon_start_resolver(struct daemon *d, struct custode_refusal *why)
 		"pins clamp(TTL, %u, %u) + %u s, quota %u per run; CNAME targets %s; pid %d\n",
 		CUSTODE_RESOLVER_PORT, up, cfg->ttl_min, cfg->ttl_max, cfg->grace, cfg->pin_quota,
 		cfg->cname_strict ? "must be granted" : "trusted", (int)getpid());
-	/* attached runs in network namespaces of their own: listened in too (a restart re-serves them) */
-	custode_service_set_resolver(d->service, resolver_serve_netns, rt->r);
 	return 0;
 }
 
