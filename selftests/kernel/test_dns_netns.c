@@ -328,8 +328,9 @@ out:
  * Two containers at once: one attached with its process running (served at
  * attach), one attached empty whose process arrives later in a namespace of
  * its own (its first DNS is denied and wakes the resolver; the retry is
- * served). Detaching the second closes the resolver's sockets there; the
- * first keeps its DNS.
+ * served); before that, it cannot squat the resolver's port there (control:
+ * the first binds it before attach). Detaching the second closes the
+ * resolver's sockets there; the first keeps its DNS.
  */
 KTEST(dns_netns_woken_and_closed)
 {
@@ -350,6 +351,8 @@ KTEST(dns_netns_woken_and_closed)
 	snprintf(cgb, sizeof(cgb), "%s/ktest-dnsns-b-%d", mount, (int)getpid());
 	if (!ASSERT_TRUE(df_cg_make(cga) && df_cg_make(cgb), "cgroups") || !ASSERT_TRUE(box_start(&a, cga, NULL), "container a"))
 		goto out;
+	/* control: not a run, a may take the resolver's port in its namespace (root there) */
+	ASSERT_STREQ(box_ask(&a, "bind 54 udp"), "ok\n", "control: unattached, a binds port 54");
 	/* control: not a run, a's DNS to 127.0.0.53 finds nothing in its namespace */
 	out = box_ask(&a, "query 127.0.0.53 53 udp ok.test A");
 	ASSERT_TRUE(!strstr(out, "A 203.0.113.10"), "control: no answer in a's namespace before attach");
@@ -373,6 +376,9 @@ KTEST(dns_netns_woken_and_closed)
 	/* b's process arrives in a namespace of its own: its first query wakes the resolver */
 	if (!ASSERT_TRUE(box_start(&b, cgb, NULL), "container b"))
 		goto out;
+	/* before the resolver listens there, b can't squat its port (it would answer its neighbours' queries) */
+	ASSERT_STREQ(box_ask(&b, "bind 54 udp"), "EPERM\n", "b: a run may not bind port 54");
+	ASSERT_STREQ(box_ask(&b, "bind 54 tcp"), "EPERM\n", "b: nor over TCP");
 	out = ask_until(&b, "A 203.0.113.10", first, sizeof(first), "query 127.0.0.53 53 udp %s A", "ok.test");
 	ASSERT_STREQ(first, "EPERM\n", "b: the first query is denied (fail closed) and wakes the resolver");
 	ASSERT_CONTAINS(out, "A 203.0.113.10", "b: a retry is served");
