@@ -29,14 +29,7 @@
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 
 # ------------------------------------------------- the package, the daemon
-ensure_installed
-ok "custode is installed"
-if systemctl start custode >/tmp/start.log 2>&1; then ok "systemctl start custode"; else
-	diag </tmp/start.log
-	journalctl -b -u custode --no-pager -o cat 2>&1 | tail -n 30 | diag
-	echo "Bail out! the daemon did not start"
-	exit 1
-fi
+install_and_start
 
 # ------------------------------------------------------- the test service
 unit=custode-victim.service
