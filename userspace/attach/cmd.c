@@ -235,6 +235,15 @@ int custode_cmd_attach(int argc, char **argv)
 		printf("custode: attached run %s: %s under %s v%lld (%s)%s%s%s%.12s\n", jstr(run, "run_id"),
 		       jstr(run, "cgroup"), jstr(pol, "name"), (long long)json_integer_value(json_object_get(pol, "version")),
 		       jstr(run, "mode"), container ? ": container " : "", ctr.name, ctr.name[0] ? " " : "", ctr.id);
+	{
+		/* a run in a network namespace the resolver could not enter gets no DNS: say so, whatever the format */
+		const json_t *dns = json_object_get(run, "dns");
+
+		if (dns && !json_is_true(json_object_get(dns, "served")))
+			fprintf(stderr, "custode: attach: warning: the run's DNS is not served yet (%s): %s\n",
+				json_object_get(dns, "reason") ? jstr(dns, "reason") : "?",
+				json_object_get(dns, "detail") ? jstr(dns, "detail") : "");
+	}
 	json_decref(resp);
 	return 0;
 }
