@@ -14,6 +14,8 @@
  *   far:                203.0.113.10-15 listening on 8080
  */
 #include <sched.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 
@@ -31,8 +33,8 @@ struct box {
 /*
  * The box's process: its own network and mount namespaces (resolv.conf, if
  * given, bind-mounted over /etc/resolv.conf), loopback up, then into cgroup
- * cg; then one request per line: "sh CMD" (system) or dprobe's arguments;
- * answers: the output, then "END".
+ * cg; then one request per line: "sh CMD" (system), "squat" (bind UDP port
+ * 54 and keep it) or dprobe's arguments; answers: the output, then "END".
  */
 static void box_main(const char *cg, const char *resolv, int in, int out)
 {
@@ -67,6 +69,13 @@ static void box_main(const char *cg, const char *resolv, int in, int out)
 		line[strcspn(line, "\n")] = 0;
 		if (!strncmp(line, "sh ", 3)) {
 			dprintf(out, "rc %d\nEND\n", system(line + 3));
+			continue;
+		}
+		if (!strcmp(line, "squat")) { /* hold UDP 0.0.0.0:54 in this namespace (the resolver's port) */
+			struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(54)};
+			int s = socket(AF_INET, SOCK_DGRAM, 0);
+
+			dprintf(out, "%s\nEND\n", s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? "ok" : strerror(errno));
 			continue;
 		}
 		argv[n++] = (char *)ktest_helper("dprobe");
@@ -399,5 +408,55 @@ out:
 		json_decref(df_call(json_pack("{s:s, s:s}", "cmd", "detach", "run_id", ridb)));
 	box_end(&a);
 	box_end(&b);
+	dns_teardown(&f);
+}
+
+/*
+ * The resolver can't listen in a container's namespace (its port is taken
+ * there, before the attach): the attach says so (dns.netns_unserved), the
+ * run's DNS stays denied in the kernel — it never reaches the squatter — and
+ * the failure is reported. Control: before attach the same query is sent
+ * (no EPERM).
+ */
+KTEST(dns_netns_unserved_fails_closed)
+{
+	struct dnsfix f;
+	struct box a = {0};
+	char mount[PATH_MAX], cg[PATH_MAX], bundle[400], rid[17] = "";
+	const char *served = "", *out;
+	json_t *resp, *dns;
+
+	ktest_need_lsm();
+	if (!dns_setup_no_daemon(&f))
+		return;
+	if (!ASSERT_TRUE(sign_policy(&f, bundle, sizeof(bundle)), "a signed policy granting ok.test") ||
+	    !ASSERT_TRUE(start_daemon(&f), "daemon with the resolver") ||
+	    !ASSERT_EQ(custode_cgroup2_mount(mount, sizeof(mount)), 0, "cgroup2"))
+		goto out;
+	snprintf(cg, sizeof(cg), "%s/ktest-dnsns-u-%d", mount, (int)getpid());
+	if (!ASSERT_TRUE(df_cg_make(cg), "cgroup") || !ASSERT_TRUE(box_start(&a, cg, NULL), "container"))
+		goto out;
+	ASSERT_STREQ(box_ask(&a, "squat"), "ok\n", "the container holds port 54 before the attach");
+	/* control: unattached, DNS is not custode's: sent, and refused by nobody but the network (no EPERM) */
+	out = box_ask(&a, "query 127.0.0.53 53 udp ok.test A");
+	ASSERT_TRUE(!strstr(out, "EPERM"), "control: before attach the query is sent");
+
+	resp = attach_bundle(cg, bundle, f.d.ws);
+	if (!ASSERT_TRUE(resp != NULL, "attach"))
+		goto out;
+	take_run(resp, rid, &served);
+	dns = json_object_get(json_object_get(resp, "run"), "dns");
+	ASSERT_STREQ(served, "unserved", "the attach says the run's DNS is not served");
+	ASSERT_STREQ(json_string_value(json_object_get(dns, "reason")) ?: "", "dns.netns_unserved", "reason");
+	ASSERT_CONTAINS(json_string_value(json_object_get(dns, "detail")) ?: "", "taken", "detail: the port is taken");
+	json_decref(resp);
+	ASSERT_STREQ(box_ask(&a, "query 127.0.0.53 53 udp ok.test A"), "EPERM\n", "the run's DNS is denied");
+	ASSERT_STREQ(box_ask(&a, "query 127.0.0.1 54 udp ok.test A"), "EPERM\n",
+		     "and never reaches the squatter on the resolver's port");
+	ASSERT_TRUE(kt_wait_for(f.daemon_log, "dns.netns_unserved", f.daemon, 30000), "the failure is reported");
+out:
+	if (rid[0])
+		json_decref(df_call(json_pack("{s:s, s:s}", "cmd", "detach", "run_id", rid)));
+	box_end(&a);
 	dns_teardown(&f);
 }

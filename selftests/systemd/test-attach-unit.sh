@@ -23,7 +23,8 @@
 #       cgroup, attached anew); `systemctl stop` leaves no attached run.
 #   (e) a unit with PrivateNetwork=yes attached with a network policy: the
 #       daemon's resolver answers its DNS inside the unit's namespace
-#       (RestrictNamespaces=net; with =yes the attach is refused, the control).
+#       (RestrictNamespaces=net; with =yes the attach is refused, the control);
+#   (f) the same unit with the drop-in: its first lookup is answered.
 # Plus the refusals: unknown unit, unit without a cgroup, no systemctl.
 # Output: TAP. Exit 0 all passed, 1 a check failed, 77 not in the systemd guest.
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
@@ -214,6 +215,7 @@ StandardOutput=null
 StandardError=null
 EOF
 events=/var/log/custode/events.jsonl
+run_ids_of_dns() { custode runs 2>/dev/null | awk -v cg="/sys/fs/cgroup/system.slice/$dunit" 'NR > 1 && $NF == cg { print $1 }'; }
 journal_has() { journalctl -b -u custode --no-pager -o cat | grep -q "$1"; }
 dns_record_of() { grep -E '"type": ?"dns"' "$events" 2>/dev/null | grep "$1" | grep -q 'dns.name.denied'; }
 mkdir -p /etc/systemd/system/custode.service.d
@@ -248,7 +250,32 @@ fi
 check "(e) custode detach --cgroup" custode detach --cgroup "/sys/fs/cgroup/system.slice/$dunit"
 check "(e) after detach the resolver stops listening there (journal)" wait_for 30 journal_has 'no run left in network namespace'
 check "systemctl stop $dunit" systemctl stop "$dunit"
-rm -f "/etc/systemd/system/$dunit" /usr/local/bin/custode-dns
+
+# ------------------- (f) the drop-in and PrivateNetwork=: DNS from the first query
+# With deploy/systemd/custode-attach.conf (ExecStartPre=+custode attach --unit %n)
+# the attach runs in the unit's own network namespace already (systemd makes it
+# before the first ExecStartPre, '+' or not), so the resolver listens there before
+# the main process starts: its very first lookup is answered by the resolver (a
+# dns record of the run), none is denied in the kernel (no net.dns.denied).
+cat >/usr/local/bin/custode-dns <<'EOF'
+#!/bin/sh
+getent hosts custode-dns-first.test >/dev/null 2>&1
+exec sleep 1000
+EOF
+chmod 0755 /usr/local/bin/custode-dns
+mkdir -p "/etc/systemd/system/$dunit.d"
+sed -e 's|--profile read$|--profile net-only|' "$repo/deploy/systemd/custode-attach.conf" \
+	>"/etc/systemd/system/$dunit.d/custode-attach.conf"
+systemctl daemon-reload
+check "(f) systemctl start $dunit (PrivateNetwork=yes, with the drop-in)" systemctl start "$dunit"
+first_id=$(run_ids_of_dns)
+first_record() { grep -E '"type": ?"dns"' "$events" 2>/dev/null | grep "${first_id:-no-run-id}" | grep -q 'custode-dns-first.test'; }
+check "(f) the main process's first lookup is answered by the resolver (run ${first_id:-?})" wait_for 30 first_record
+check "(f) no DNS of the run was denied in the kernel (net.dns.denied)" \
+	bash -c "! grep '${first_id:-no-run-id}' '$events' | grep -q 'net.dns.denied'"
+check "systemctl stop $dunit" systemctl stop "$dunit"
+rm -rf "/etc/systemd/system/$dunit.d" "/etc/systemd/system/$dunit" /usr/local/bin/custode-dns
+systemctl daemon-reload
 
 # ----------------------------------------------------------------- end
 rm -rf "/etc/systemd/system/$unit.d" "/etc/systemd/system/$unit"
