@@ -25,8 +25,8 @@
 #       the denials are the slice's run's;
 #   (c) `podman restart` of the container of (a), now below the attached
 #       slice: it comes back, confined from its first round;
-#   (d) a process of the run can't do what the runtime did: the holder
-#       (a resident) moving itself into a new cgroup of the slice and
+#   (d) a process of the run can't do what the runtime did: a service of the
+#       slice (a resident) moving itself into a cgroup below the slice and
 #       execing is not set up unconfined (its read of the secret is denied);
 #   (e) detached: a restart comes back unconfined (first round reads).
 # Output: TAP. Exit 0 all passed, 1 a check failed, 77 not in the systemd guest.
@@ -96,11 +96,11 @@ first_round() { podman logs "$1" 2>/dev/null | awk -v b="$2" '/^boot$/ { n++ } n
 has_first_round() { [[ -n $(first_round "$1" "$2") ]]; }
 podman rm -f -i custode-r custode-n custode-m >/dev/null 2>&1
 
-self_move() {
+self_move() { # a service of the slice moves itself into $pod/self-moved (made by the host), execs cat
 	rmdir "$pod/self-moved" 2>/dev/null
-	systemd-run --quiet --wait --pipe --slice "$slice" --unit custode-pod-mover sh -c '
-		mkdir -p /sys/fs/cgroup/'"$slice"'/self-moved 2>/dev/null
-		echo $$ > /sys/fs/cgroup/'"$slice"'/self-moved/cgroup.procs 2>/dev/null || echo "move: refused"
+	mkdir "$pod/self-moved" || return
+	systemd-run --quiet --wait --pipe --collect --slice "$slice" --unit custode-pod-mover sh -c '
+		if echo $$ >'"$pod"'/self-moved/cgroup.procs; then echo "moved: $(cat /proc/self/cgroup)"; fi
 		exec cat /etc/ssh/sshd_config' >/tmp/mover.out 2>&1
 	echo $?
 }
@@ -159,9 +159,12 @@ check "(c) restarted: confined from its first round (secret and egress denied, c
 	grep -q 'secret=denied control=read egress=denied' <<<"$line"
 
 # -------------------- (d) a resident can't set itself up as the runtime does
-# A service's shell in the slice (a resident once it exec'd) makes a cgroup
-# below the slice, moves itself there and execs cat: a move from inside the
-# run is not a newcomer's. Its control ran in (a).
+# A service's shell in the slice (a resident once it exec'd) moves itself into
+# a cgroup below the slice and execs cat (unattached, on 6.1, the kernel
+# answered that write with EIO: the move is reported, not asserted). Under
+# `read` its cgroup.procs write is a denied file write; the kernel tests (test_attach_mounts.c) show
+# that a move from inside a run that may write there makes no newcomer either.
+# Its control ran in (a).
 rc=$(self_move)
 diag </tmp/mover.out
 check "(d) a process of the run that moves itself and execs is still denied the secret (exit $rc)" test "$rc" != 0
