@@ -44,7 +44,9 @@
 	X(DNS_ORIG, custode_dns_orig)                 \
 	X(DNS_COUNTERS, custode_dns_counters)         \
 	/* bpf/proc.bpf.c: proc */                     \
-	X(ADMITTED, custode_admitted)
+	X(ADMITTED, custode_admitted)                 \
+	/* bpf/lib/newcomer.bpf.h: file and proc */    \
+	X(NEWCOMERS, custode_newcomers)
 
 enum custode_map_id {
 #define CUSTODE_X_MAP(id, name) CUSTODE_MAP_##id,
