@@ -145,12 +145,7 @@ static const char *tracing_target_of(const char *section, bool *tp)
 	return NULL;
 }
 
-/*
- * The argument count of kernel function `fn` (a FUNC in btf), or of
- * tracepoint `fn` (the btf_trace_<fn> typedef, whose first argument is the
- * context, not counted); -ENOENT if the kernel has neither.
- */
-static int kernel_traced_nargs(const struct btf *btf, const char *fn, bool tp)
+int custode_kernel_traced_nargs(const struct btf *btf, const char *fn, bool tp)
 {
 	const struct btf_type *t;
 	char name[128];
@@ -196,7 +191,7 @@ static int fit_tracing(struct bpf_object *obj, const struct btf *kbtf, const str
 			return custode_refuse(why, -want, CUSTODE_REASON_ENGINE_LOAD_FAILED,
 					      "%s: program %s declares no argument count (use CUSTODE_TRACED)", what,
 					      bpf_program__name(prog));
-		have = kernel_traced_nargs(kbtf, target, tp);
+		have = custode_kernel_traced_nargs(kbtf, target, tp);
 		if (have == -ENOENT)
 			return custode_refuse(why, ENOENT, CUSTODE_REASON_KERNEL_HOOK_UNSUPPORTED,
 					      "%s: this kernel has no %s %s to trace (not in its BTF: inlined, renamed "
