@@ -20,6 +20,9 @@
  *   clone3-into CGROUP        the same with clone3(CLONE_INTO_CGROUP): the child is born there
  *   move-self CGROUP          write our own pid into CGROUP/cgroup.procs
  *   keep-going                from here on a failing step doesn't stop the sequence (exit 1 at the end)
+ *   in-thread                 the remaining steps run in a second thread (the main thread waits for
+ *                             it, then the process exits with its result): a runtime that sets up
+ *                             from another thread than its leader
  * Steps:
  *   hello                                 print "ok"
  *   open PATH MODE                        MODE: r w rw a t(O_RDONLY|O_TRUNC) c(O_CREAT|O_WRONLY)
@@ -79,6 +82,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -380,6 +384,32 @@ static int do_pivot_here(const char *dir)
 
 static int keep_going;
 
+static int run_steps(int argc, char **argv, int i);
+
+/* in-thread: the steps after it, from a second thread */
+static int rest_argc, rest_at;
+static char **rest_argv;
+
+static void *rest_in_thread(void *arg)
+{
+	(void)arg;
+	return (void *)(long)run_steps(rest_argc, rest_argv, rest_at);
+}
+
+static int do_in_thread(void)
+{
+	pthread_t t;
+	void *r;
+	int err = pthread_create(&t, NULL, rest_in_thread, NULL);
+
+	if (err) {
+		printf("in-thread:%s\n", errname(err));
+		return 1;
+	}
+	pthread_join(t, &r);
+	exit((int)(long)r);
+}
+
 static int block_until_eof(void)
 {
 	char line[64];
@@ -579,6 +609,10 @@ static int step(int argc, char **argv, int *used)
 		if (err)
 			printf("move-self:%s\n", errname(-err));
 		return err ? 1 : 0;
+	}
+	if (!strcmp(s, "in-thread")) {
+		NEED(0);
+		return do_in_thread();
 	}
 	if (!strcmp(s, "keep-going")) {
 		NEED(0);
@@ -948,21 +982,17 @@ static int step(int argc, char **argv, int *used)
 #undef NEED
 }
 
-int main(int argc, char **argv)
+/* Steps argv[i..]: 0 every one succeeded, else the first failure's code (or 1 after keep-going). */
+static int run_steps(int argc, char **argv, int i)
 {
-	int i = 1;
 	int failed = 0;
 
-	setvbuf(stdout, NULL, _IONBF, 0);
-	if (argc < 2) {
-		fprintf(stderr, "usage: eprobe STEP [ARG...] [+ STEP [ARG...]]... (see the source)\n");
-		return 2;
-	}
 	while (i < argc) {
 		int end = i, used = 0, r;
 
 		while (end < argc && strcmp(argv[end], "+"))
 			end++;
+		rest_argc = argc, rest_argv = argv, rest_at = end + 1; /* for in-thread */
 		r = step(end - i, argv + i, &used);
 		if (used == 0 || (used != end - i && r == 0)) {
 			fprintf(stderr, "eprobe: bad step: %s\n", argv[i]);
@@ -974,4 +1004,14 @@ int main(int argc, char **argv)
 		i = end + 1;
 	}
 	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc < 2) {
+		fprintf(stderr, "usage: eprobe STEP [ARG...] [+ STEP [ARG...]]... (see the source)\n");
+		return 2;
+	}
+	return run_steps(argc, argv, 1);
 }
