@@ -7,7 +7,12 @@
  * cost is bounded by the path length, not the number of rules. Restricting
  * rules also hold by identity (device + inode), and hooks that see only a
  * dentry (utimes, xattrs) find their rule by walking up identities.
+ *
+ * An attached run's newcomer in its set-up window (a container runtime's
+ * init before it execs the entrypoint: bpf/lib/newcomer.bpf.h) is outside
+ * the run here, mounts included.
  */
+#define CUSTODE_NEWCOMERS_OUTSIDE 1
 #include "path.bpf.h"
 #include "tty.bpf.h"
 
@@ -1233,7 +1238,10 @@ CUSTODE_LSM(inode_removexattr, custode_inode_removexattr, struct user_namespace 
 	return ret ? ret : dentry_write(CUSTODE_HOOK_INODE_REMOVEXATTR, dentry);
 }
 
-/* ---- mounts and roots: never inside a run ---- */
+/*
+ * ---- mounts and roots: never inside a run ----
+ * (A newcomer in its set-up window is not inside: who_init finds no run.)
+ */
 
 static __always_inline int no_mounts(__u16 hook)
 {

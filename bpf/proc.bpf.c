@@ -10,7 +10,12 @@
  * A task's run is the ancestor of its cgroup v2 one level below custode's root
  * (custode_current_run for the caller; task_run_cgid for another task). Every
  * program honours an earlier LSM verdict and denies with -EPERM.
+ *
+ * Newcomers (bpf/lib/newcomer.bpf.h): marked and cleared here; in their
+ * set-up window they are outside the run for these hooks, and no task of a
+ * run may ptrace them or read their memory.
  */
+#define CUSTODE_NEWCOMERS_OUTSIDE 1
 #include "tty.bpf.h"
 #include "route.bpf.h"
 #include "inbound_map.bpf.h"
@@ -144,6 +149,14 @@ static __always_inline int task_access(__u16 hook, __u32 reason, struct task_str
 	if (c <= 0)
 		return verdict;
 	tcgid = task_run_cgid(t);
+	/*
+	 * A newcomer in its set-up window (a runtime's init before the
+	 * entrypoint) runs as the host: no task of any run may trace it or
+	 * read or write its memory, its fds or its environment, whatever the
+	 * run's policy ("ptrace": "run" included).
+	 */
+	if (ptrace && custode_newcomer_task(t, tcgid))
+		goto denied;
 	if (tcgid == cgid) {
 		if (!ptrace || !(run->flags & CUSTODE_RUN_PROCESS) || (run->flags & CUSTODE_RUN_PTRACE_RUN))
 			return 0;
@@ -160,6 +173,7 @@ static __always_inline int task_access(__u16 hook, __u32 reason, struct task_str
 	 * denied like the rest, but neither counted nor recorded (as the
 	 * kernel's own audit does), or every `ps` would flood the receipt.
 	 */
+denied:
 	if (quiet)
 		return (run->flags & CUSTODE_RUN_AUDIT) ? 0 : -EPERM;
 	return deny(hook, reason, run, cgid, t, 0, detail, 0);
@@ -972,6 +986,151 @@ CUSTODE_LSM(bprm_check_security, custode_proc_exec, struct linux_binprm *bprm, i
 		return ret;
 	caller(&run, &cgid, CUSTODE_HOOK_BPRM_CHECK, NULL, 0, 0, 0, &verdict);
 	return verdict;
+}
+
+/* ---- newcomers: marked when placed from outside, cleared at their exec (bpf/lib/newcomer.bpf.h) ---- */
+
+/*
+ * The attached, live run whose cgroup (or a cgroup below it) `cg` is, or 0.
+ * Launcher runs never get newcomers: their launcher's own set-up is its
+ * child's, which seccomp and the hooks already expect.
+ */
+static __always_inline __u64 attached_run_of(struct cgroup *cg)
+{
+	__u64 id = custode_cgroup_run_btf(cg);
+	struct custode_run *r;
+
+	if (!id || id == RUN_UNKNOWN)
+		return 0;
+	r = bpf_map_lookup_elem(&custode_runs, &id);
+	if (!r || !(r->flags & CUSTODE_RUN_ATTACHED) || (r->flags & CUSTODE_RUN_CANCELLED))
+		return 0;
+	return id;
+}
+
+/* Is the current task in no run at all (a newcomer's own window included: it is in a run's cgroup)? */
+static __always_inline bool current_in_no_run(void)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+
+	return custode_cgroup_run_btf(me->cgroups->dfl_cgrp) == 0;
+}
+
+/*
+ * cgroup_attach_task(dst, leader, threadgroup): a cgroup.procs write (and
+ * the kernel's other migrations that go through it). The entry records a
+ * candidate on the mover, the exit marks it once the move succeeded: the
+ * whole process (threadgroup) of a leader in no run, moved by a task in no
+ * run into an attached run. A thread moved alone (cgroup.threads) never is.
+ * Pending entries live on the mover, keyed by its task (one move at a time
+ * per task: cgroup_threadgroup_rwsem and cgroup_mutex are held across it).
+ */
+struct attach_pending {
+	__u64 leader; /* the task_struct moved, by address: matched at the exit */
+	__u64 run_cgid;
+	__u64 cgid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct attach_pending);
+} custode_attach_pending SEC(".maps");
+
+CUSTODE_TRACED("fentry/cgroup_attach_task", custode_proc_attach_enter, struct cgroup *dst_cgrp, struct task_struct *leader,
+	       bool threadgroup)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+	struct attach_pending *p;
+	__u64 run_cgid;
+
+	p = bpf_task_storage_get(&custode_attach_pending, me, NULL, 0);
+	if (p)
+		p->leader = 0; /* a candidate left over by a move that never returned here: gone */
+	if (!threadgroup || !leader || !current_in_no_run())
+		return 0;
+	run_cgid = attached_run_of(dst_cgrp);
+	if (!run_cgid)
+		return 0;
+	/* already in a run (this one or another): it stays a resident of whatever confines it */
+	if (custode_cgroup_run_btf(leader->cgroups->dfl_cgrp) != 0)
+		return 0;
+	if (!p)
+		p = bpf_task_storage_get(&custode_attach_pending, me, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p)
+		return 0; /* no memory: no mark, the process is a resident (fail closed) */
+	p->leader = (__u64)leader;
+	p->run_cgid = run_cgid;
+	p->cgid = dst_cgrp->kn->id;
+	return 0;
+}
+
+static __always_inline void newcomer_mark(struct task_struct *t, __u64 run_cgid, __u64 cgid)
+{
+	struct custode_newcomer *n;
+
+	n = bpf_task_storage_get(&custode_newcomers, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!n)
+		return; /* no memory: a resident (fail closed) */
+	n->run_cgid = run_cgid;
+	n->cgid = cgid;
+}
+
+CUSTODE_TRACED_EXIT(cgroup_attach_task, custode_proc_attach_exit, struct cgroup *dst_cgrp, struct task_struct *leader,
+		    bool threadgroup, int ret)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+	struct attach_pending *p;
+
+	p = bpf_task_storage_get(&custode_attach_pending, me, NULL, 0);
+	if (!p || !p->leader)
+		return 0;
+	if (ret == 0 && p->leader == (__u64)leader && leader)
+		newcomer_mark(leader->group_leader, p->run_cgid, p->cgid);
+	p->leader = 0;
+	return 0;
+}
+
+/*
+ * clone3(CLONE_INTO_CGROUP) by a parent in no run, into an attached run:
+ * the child is born a newcomer. The tracepoint fires in copy_process after
+ * cgroup_post_fork (the child is in its cgroup) and before the child first
+ * runs. A thread (CLONE_THREAD) joins its leader's standing instead; from
+ * inside a run the flag is refused by task_alloc above.
+ */
+#define CUSTODE_CLONE_THREAD 0x00010000ULL
+
+CUSTODE_TRACED("tp_btf/task_newtask", custode_proc_newtask, struct task_struct *task, __u64 clone_flags)
+{
+	__u64 run_cgid;
+
+	if (!(clone_flags & CUSTODE_CLONE_INTO_CGROUP) || (clone_flags & CUSTODE_CLONE_THREAD))
+		return 0;
+	if (!current_in_no_run())
+		return 0;
+	run_cgid = attached_run_of(task->cgroups->dfl_cgrp);
+	if (!run_cgid)
+		return 0;
+	newcomer_mark(task, run_cgid, task->cgroups->dfl_cgrp->kn->id);
+	return 0;
+}
+
+/*
+ * The exec that ends the window. bprm_creds_for_exec is the first LSM hook
+ * of an execve that has opened its file (before bprm_check_security, the
+ * binary handlers, the interpreter's open and the new image): from here on
+ * the task is the run's — the entrypoint's own exec check included, so the
+ * entrypoint must be one the policy lets the run execute. An exec that
+ * fails after this point does not reopen the window (fail closed: the
+ * runtime's error path runs confined). Never a verdict of its own.
+ */
+CUSTODE_LSM(bprm_creds_for_exec, custode_proc_exec_begins, struct linux_binprm *bprm, int ret)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+
+	bpf_task_storage_delete(&custode_newcomers, me->group_leader);
+	return ret;
 }
 
 /*

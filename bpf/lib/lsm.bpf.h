@@ -54,6 +54,21 @@
 	}                                                                                                  \
 	static __always_inline int ____##name(unsigned long long *ctx, ##args)
 
+/*
+ * A tracing program (fentry/fexit on a kernel function, tp_btf on a
+ * tracepoint) and the argument count of the function or tracepoint it was
+ * written for (without fexit's return value): the loader
+ * (userspace/engine/hooks.c fit_tracing) refuses the class when the running
+ * kernel's BTF has no such target, or one with another count.
+ */
+#define CUSTODE_TRACED(sec, name, args...)                                                                 \
+	const volatile __u32 custode_hook_nargs__##name = ___bpf_narg(args);                              \
+	SEC(sec) int BPF_PROG(name, args)
+/* fexit: the function's arguments, then its return value (not counted) */
+#define CUSTODE_TRACED_EXIT(fn, name, args...)                                                             \
+	const volatile __u32 custode_hook_nargs__##name = ___bpf_narg(args) - 1;                          \
+	SEC("fexit/" #fn) int BPF_PROG(name, args)
+
 #define CUSTODE_MAX_ERRNO 4095
 
 /* 0, or the -errno v is; anything else (never produced) denies with -EPERM. */

@@ -9,6 +9,9 @@
 #define CUSTODE_RUN_BPF_H
 
 #include "maps.bpf.h"
+#ifdef CUSTODE_NEWCOMERS_OUTSIDE
+#include "newcomer.bpf.h"
+#endif
 
 /*
  * kernfs_node.parent, renamed __parent (and RCU-protected) in 6.15: the
@@ -197,6 +200,22 @@ static __always_inline int custode_gated_run(__u32 levels, struct custode_run **
 }
 
 /*
+ * An attached run's newcomer in its set-up window counts as outside the run
+ * (bpf/lib/newcomer.bpf.h) in the objects that ask for it; elsewhere, and
+ * for launcher runs (no newcomer is ever marked there), the run stands.
+ */
+static __always_inline int custode_gated_current(__u32 levels, struct custode_run **runp, __u64 *run_cgid)
+{
+	int where = custode_gated_run(levels, runp, run_cgid);
+
+#ifdef CUSTODE_NEWCOMERS_OUTSIDE
+	if (where == CUSTODE_IN_RUN && custode_newcomer_here(*run_cgid))
+		return CUSTODE_NOT_IN_RUN;
+#endif
+	return where;
+}
+
+/*
  * Find the current task's run. The cheap test comes first: a task whose
  * ancestor at custode's root level is neither custode's root nor a gate of
  * attached runs is outside every run and costs one helper call, an inlined
@@ -217,7 +236,7 @@ static __always_inline int custode_current_run(struct custode_run **runp, __u64 
 		levels = custode_gate_levels(top);
 		if (!levels)
 			return CUSTODE_NOT_IN_RUN;
-		return custode_gated_run(levels, runp, run_cgid);
+		return custode_gated_current(levels, runp, run_cgid);
 	}
 	id = bpf_get_current_ancestor_cgroup_id(custode_root_level + 1);
 	if (!id) /* a task in custode's root cgroup itself: not a run */
@@ -244,7 +263,7 @@ static __always_inline __u64 custode_current_run_cgid(void)
 	top = bpf_get_current_ancestor_cgroup_id(custode_root_level);
 	if (top != custode_root_cgid) {
 		levels = custode_gate_levels(top);
-		if (!levels || custode_gated_run(levels, &run, &id) != CUSTODE_IN_RUN)
+		if (!levels || custode_gated_current(levels, &run, &id) != CUSTODE_IN_RUN)
 			return 0;
 		return id;
 	}

@@ -10,7 +10,7 @@
 #include "custode/types.h"
 #include "custode/reasons.h"
 
-#define CUSTODE_ABI_VERSION 6 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted); resolver listeners in runs' network namespaces (custode_dns_netns, custode_dns_netns_seen, custode_dns_wake; custode_dns_cfg.gen) */
+#define CUSTODE_ABI_VERSION 6 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted); resolver listeners in runs' network namespaces (custode_dns_netns, custode_dns_netns_seen, custode_dns_wake; custode_dns_cfg.gen); set-up newcomers (custode_newcomers) */
 
 /* bpffs layout of the pinned engine */
 #define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"
@@ -388,5 +388,21 @@ struct custode_admission {
 
 _Static_assert(sizeof(struct custode_exe_key) == 16, "custode_exe_key ABI");
 _Static_assert(sizeof(struct custode_admission) == 16, "custode_admission ABI");
+
+/* ---- newcomers: a container runtime's set-up below an attached cgroup (docs/operations.md) ---- */
+
+/*
+ * The mark of a newcomer, in task storage on its thread-group leader
+ * (custode_newcomers, bpf/lib/newcomer.bpf.h): a process placed into an
+ * attached run's cgroup by a process in no run, while it was itself in no
+ * run. Until its next exec it is treated as outside the run (its set-up
+ * window); that exec is the run's, and clears the mark.
+ */
+struct custode_newcomer {
+	__u64 run_cgid; /* the attached run it was placed into */
+	__u64 cgid;     /* the cgroup it was placed into (in or below the run's) */
+};
+
+_Static_assert(sizeof(struct custode_newcomer) == 16, "custode_newcomer ABI");
 
 #endif

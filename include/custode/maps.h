@@ -47,7 +47,9 @@
 	X(DNS_NETNS_SEEN, custode_dns_netns_seen)     \
 	X(DNS_WAKE, custode_dns_wake)                 \
 	/* bpf/proc.bpf.c: proc */                     \
-	X(ADMITTED, custode_admitted)
+	X(ADMITTED, custode_admitted)                 \
+	/* bpf/lib/newcomer.bpf.h: file and proc */    \
+	X(NEWCOMERS, custode_newcomers)
 
 enum custode_map_id {
 #define CUSTODE_X_MAP(id, name) CUSTODE_MAP_##id,

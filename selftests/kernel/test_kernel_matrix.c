@@ -60,6 +60,12 @@ KTEST(kernel_hook_prototypes_known)
 	ASSERT_EQ(custode_kernel_hook_nargs(btf, "inode_setattr"), v < 6003 ? 2 : 3, "inode_setattr");
 	ASSERT_EQ(custode_kernel_hook_nargs(btf, "file_open"), 1, "file_open");
 	ASSERT_TRUE(custode_kernel_hook_nargs(btf, "no_such_hook") == -ENOENT, "a missing hook is said to be missing");
+	/* the newcomer marks' tracing targets (bpf/proc.bpf.c), as fit_tracing checks them */
+	ASSERT_EQ(custode_kernel_traced_nargs(btf, "cgroup_attach_task", false), 3, "fentry/fexit cgroup_attach_task");
+	ASSERT_EQ(custode_kernel_traced_nargs(btf, "task_newtask", true), 2, "tp_btf/task_newtask");
+	ASSERT_TRUE(custode_kernel_traced_nargs(btf, "no_such_function", false) == -ENOENT &&
+			    custode_kernel_traced_nargs(btf, "no_such_tracepoint", true) == -ENOENT,
+		    "a missing function or tracepoint is said to be missing");
 	btf__free(btf);
 }
 

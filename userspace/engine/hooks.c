@@ -6,7 +6,8 @@
  * takes here (the FUNC bpf_lsm_<hook>). Only programs that fit are loaded,
  * and every hook an object uses must keep exactly one: a hook that none fits
  * (missing, or a prototype custode doesn't know) refuses the whole class —
- * never a class with a hole in it.
+ * never a class with a hole in it. Tracing programs (fentry, fexit, tp_btf)
+ * are fitted the same way by fit_tracing.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -124,6 +125,87 @@ static int declared_nargs(const struct declared *d, const char *prog)
 	return -ENOENT;
 }
 
+/*
+ * The kernel function or tracepoint a tracing program attaches to
+ * ("fentry/NAME", "fexit/NAME", "tp_btf/NAME"), or NULL for other sections;
+ * *tp set for a tracepoint.
+ */
+static const char *tracing_target_of(const char *section, bool *tp)
+{
+	static const char *const kinds[] = {"fentry/", "fexit/", "tp_btf/"};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		size_t n = strlen(kinds[i]);
+
+		if (!strncmp(section, kinds[i], n) && section[n]) {
+			*tp = i == 2;
+			return section + n;
+		}
+	}
+	return NULL;
+}
+
+int custode_kernel_traced_nargs(const struct btf *btf, const char *fn, bool tp)
+{
+	const struct btf_type *t;
+	char name[128];
+	int id;
+
+	if (!tp) {
+		id = btf__find_by_name_kind(btf, fn, BTF_KIND_FUNC);
+		t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+		t = t ? btf__type_by_id(btf, t->type) : NULL;
+		return !t ? -ENOENT : btf_is_func_proto(t) ? btf_vlen(t) : -EINVAL;
+	}
+	if (snprintf(name, sizeof(name), "btf_trace_%s", fn) >= (int)sizeof(name))
+		return -ENAMETOOLONG;
+	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	if (t && (t = btf__type_by_id(btf, t->type)) && btf_is_ptr(t))
+		t = btf__type_by_id(btf, t->type);
+	return !t ? -ENOENT : btf_is_func_proto(t) && btf_vlen(t) > 0 ? btf_vlen(t) - 1 : -EINVAL;
+}
+
+/*
+ * The tracing programs of an object (the process class's newcomer marks:
+ * fentry/fexit cgroup_attach_task, tp_btf/task_newtask) have no variants:
+ * each must find its kernel function or tracepoint, with the argument
+ * count it declares (CUSTODE_TRACED), or the class is refused as a whole
+ * (kernel.hook_unsupported) — never a class that can't see who placed a
+ * process where. The kernel checks the prototype again at load.
+ */
+static int fit_tracing(struct bpf_object *obj, const struct btf *kbtf, const struct declared *d, const char *what,
+		       struct custode_refusal *why)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj) {
+		bool tp = false;
+		const char *target = tracing_target_of(bpf_program__section_name(prog), &tp);
+		int want, have;
+
+		if (!target || bpf_program__type(prog) != BPF_PROG_TYPE_TRACING)
+			continue;
+		want = declared_nargs(d, bpf_program__name(prog));
+		if (want < 0)
+			return custode_refuse(why, -want, CUSTODE_REASON_ENGINE_LOAD_FAILED,
+					      "%s: program %s declares no argument count (use CUSTODE_TRACED)", what,
+					      bpf_program__name(prog));
+		have = custode_kernel_traced_nargs(kbtf, target, tp);
+		if (have == -ENOENT)
+			return custode_refuse(why, ENOENT, CUSTODE_REASON_KERNEL_HOOK_UNSUPPORTED,
+					      "%s: this kernel has no %s %s to trace (not in its BTF: inlined, renamed "
+					      "or absent), so it can't see processes placed into attached runs",
+					      what, tp ? "tracepoint" : "function", target);
+		if (have != want)
+			return custode_refuse(why, EINVAL, CUSTODE_REASON_KERNEL_HOOK_UNSUPPORTED,
+					      "%s: %s %s takes %d arguments on this kernel; custode's program %s takes %d",
+					      what, tp ? "tracepoint" : "function", target, have, bpf_program__name(prog),
+					      want);
+	}
+	return 0;
+}
+
 int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_refusal *why)
 {
 	const struct btf *kbtf = vmlinux_btf();
@@ -197,7 +279,7 @@ int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_r
 				      "take %s",
 				      what, hook, have, known);
 	}
-	return 0;
+	return fit_tracing(obj, kbtf, &d, what, why);
 }
 
 /* Does this kernel's BTF name enumerator `name` of enum `type`? */

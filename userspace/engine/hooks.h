@@ -21,6 +21,13 @@ int custode_fit_hooks(struct bpf_object *obj, const char *what, struct custode_r
 /* The argument count of LSM hook `hook` in btf (bpf_lsm_<hook>), or -ENOENT if it has none. */
 int custode_kernel_hook_nargs(const struct btf *btf, const char *hook);
 
+/*
+ * The argument count of kernel function `fn` (a FUNC in btf), or with tp of
+ * tracepoint `fn` (the btf_trace_<fn> typedef, whose first argument is the
+ * context, not counted); -ENOENT if the kernel has no such one.
+ */
+int custode_kernel_traced_nargs(const struct btf *btf, const char *fn, bool tp);
+
 /* "file_open" for "lsm/file_open" or "lsm.s/file_open"; NULL for other sections. */
 const char *custode_lsm_hook_of(const char *section);
 

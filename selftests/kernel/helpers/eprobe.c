@@ -14,6 +14,15 @@
  *                             (the capabilities in the new namespace come without it)
  *   wait                      print "ready PID", read one line from stdin: meanwhile
  *                             the test may move this process into a run's cgroup
+ *   fork-into CGROUP          a container runtime's two halves: fork; the parent writes the
+ *                             child's pid into CGROUP/cgroup.procs, lets it go on with the
+ *                             remaining steps, waits for it and exits with its status
+ *   clone3-into CGROUP        the same with clone3(CLONE_INTO_CGROUP): the child is born there
+ *   move-self CGROUP          write our own pid into CGROUP/cgroup.procs
+ *   keep-going                from here on a failing step doesn't stop the sequence (exit 1 at the end)
+ *   in-thread                 the remaining steps run in a second thread (the main thread waits for
+ *                             it, then the process exits with its result): a runtime that sets up
+ *                             from another thread than its leader
  * Steps:
  *   hello                                 print "ok"
  *   open PATH MODE                        MODE: r w rw a t(O_RDONLY|O_TRUNC) c(O_CREAT|O_WRONLY)
@@ -57,6 +66,10 @@
  *   deep-utimes DIR N LEN                 walk the chain, utimensat("f", now)
  *   unshare-mnt                           unshare(CLONE_NEWNS) alone
  *   mount-bind SRC DST | mount-tmpfs DIR | umount DIR | chroot DIR | pivot-root NEW OLD
+ *   mount-rbind SRC DST                   MS_BIND|MS_REC
+ *   make-private                          mount(NULL, "/", MS_REC|MS_PRIVATE): what runtimes do first
+ *   pivot-here DIR                        chdir(DIR), pivot_root(".", "."), umount2(".", MNT_DETACH),
+ *                                         chdir("/") (crun's and runc's way)
  *   fsmount-attach DIR                    fsopen(tmpfs), fsconfig(CREATE), fsmount, move_mount to DIR
  *   tree-cat DIR REL                      open_tree(DIR, OPEN_TREE_CLONE): a detached copy; open REL
  *                                         in it read-only, print "ok <first line>"
@@ -69,6 +82,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -267,6 +281,135 @@ static int do_wait(void)
 	return 0;
 }
 
+/* The runtime's placement of its child (fork-into, clone3-into); the parent never returns. */
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+struct e_clone_args {
+	unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+		set_tid_size, cgroup;
+};
+
+static int write_procs(const char *cg, int pid)
+{
+	char path[4200], buf[32];
+	int fd, n, ok;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%d", pid);
+	ok = write(fd, buf, (size_t)n) == n;
+	n = errno;
+	close(fd);
+	return ok ? 0 : -n;
+}
+
+static void parent_waits(int pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+static int do_fork_into(const char *cg)
+{
+	int go[2], pid, err;
+	char c = 0;
+
+	if (pipe(go) < 0)
+		return fail();
+	pid = fork();
+	if (pid < 0)
+		return fail();
+	if (pid == 0) {
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1 || c != 'g')
+			_exit(1); /* the parent reported the failure */
+		close(go[0]);
+		return 0;
+	}
+	close(go[0]);
+	err = write_procs(cg, pid);
+	if (err) {
+		printf("fork-into:%s\n", errname(-err));
+		kill(pid, SIGKILL);
+		parent_waits(pid);
+	}
+	c = 'g';
+	if (write(go[1], &c, 1) != 1)
+		kill(pid, SIGKILL);
+	close(go[1]);
+	parent_waits(pid);
+	return 1;
+}
+
+static int do_clone3_into(const char *cg)
+{
+	struct e_clone_args a = {0};
+	int fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long pid;
+
+	if (fd < 0) {
+		printf("clone3-into:%s\n", errname(errno));
+		return 1;
+	}
+	a.flags = CLONE_INTO_CGROUP;
+	a.exit_signal = SIGCHLD;
+	a.cgroup = (unsigned long long)fd;
+	pid = syscall(SYS_clone3, &a, sizeof(a));
+	if (pid < 0) {
+		printf("clone3-into:%s\n", errname(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		close(fd);
+		return 0;
+	}
+	parent_waits((int)pid);
+	return 1;
+}
+
+static int do_pivot_here(const char *dir)
+{
+	if (chdir(dir) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		return fail();
+	printf("ok\n");
+	return 0;
+}
+
+static int keep_going;
+
+static int run_steps(int argc, char **argv, int i);
+
+/* in-thread: the steps after it, from a second thread */
+static int rest_argc, rest_at;
+static char **rest_argv;
+
+static void *rest_in_thread(void *arg)
+{
+	(void)arg;
+	return (void *)(long)run_steps(rest_argc, rest_argv, rest_at);
+}
+
+static int do_in_thread(void)
+{
+	pthread_t t;
+	void *r;
+	int err = pthread_create(&t, NULL, rest_in_thread, NULL);
+
+	if (err) {
+		printf("in-thread:%s\n", errname(err));
+		return 1;
+	}
+	pthread_join(t, &r);
+	exit((int)(long)r);
+}
+
 static int block_until_eof(void)
 {
 	char line[64];
@@ -450,6 +593,43 @@ static int step(int argc, char **argv, int *used)
 	if (!strcmp(s, "wait")) {
 		NEED(0);
 		return do_wait();
+	}
+	if (!strcmp(s, "fork-into")) {
+		NEED(1);
+		return do_fork_into(argv[1]);
+	}
+	if (!strcmp(s, "clone3-into")) {
+		NEED(1);
+		return do_clone3_into(argv[1]);
+	}
+	if (!strcmp(s, "move-self")) {
+		int err;
+		NEED(1);
+		err = write_procs(argv[1], (int)getpid());
+		if (err)
+			printf("move-self:%s\n", errname(-err));
+		return err ? 1 : 0;
+	}
+	if (!strcmp(s, "in-thread")) {
+		NEED(0);
+		return do_in_thread();
+	}
+	if (!strcmp(s, "keep-going")) {
+		NEED(0);
+		keep_going = 1;
+		return 0;
+	}
+	if (!strcmp(s, "make-private")) {
+		NEED(0);
+		return result(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+	}
+	if (!strcmp(s, "mount-rbind")) {
+		NEED(2);
+		return result(mount(argv[1], argv[2], NULL, MS_BIND | MS_REC, NULL));
+	}
+	if (!strcmp(s, "pivot-here")) {
+		NEED(1);
+		return do_pivot_here(argv[1]);
 	}
 	if (!strcmp(s, "hello")) {
 		NEED(0);
@@ -802,28 +982,36 @@ static int step(int argc, char **argv, int *used)
 #undef NEED
 }
 
-int main(int argc, char **argv)
+/* Steps argv[i..]: 0 every one succeeded, else the first failure's code (or 1 after keep-going). */
+static int run_steps(int argc, char **argv, int i)
 {
-	int i = 1;
+	int failed = 0;
 
-	setvbuf(stdout, NULL, _IONBF, 0);
-	if (argc < 2) {
-		fprintf(stderr, "usage: eprobe STEP [ARG...] [+ STEP [ARG...]]... (see the source)\n");
-		return 2;
-	}
 	while (i < argc) {
 		int end = i, used = 0, r;
 
 		while (end < argc && strcmp(argv[end], "+"))
 			end++;
+		rest_argc = argc, rest_argv = argv, rest_at = end + 1; /* for in-thread */
 		r = step(end - i, argv + i, &used);
 		if (used == 0 || (used != end - i && r == 0)) {
 			fprintf(stderr, "eprobe: bad step: %s\n", argv[i]);
 			return 2;
 		}
-		if (r)
+		if (r && !keep_going)
 			return r;
+		failed |= r != 0;
 		i = end + 1;
 	}
-	return 0;
+	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc < 2) {
+		fprintf(stderr, "usage: eprobe STEP [ARG...] [+ STEP [ARG...]]... (see the source)\n");
+		return 2;
+	}
+	return run_steps(argc, argv, 1);
 }
