@@ -304,3 +304,18 @@ Test(attach_container, scan_two_scopes_of_one_id_are_ambiguous)
 	cr_expect_str_eq(out, "untouched");
 	untree(root);
 }
+
+Test(attach_container, kubernetes_container_id_uris)
+{
+	cr_assert_str_eq(custode_container_id_uri("containerd://" ID_A), ID_A);
+	cr_assert_str_eq(custode_container_id_uri("cri-o://" ID_A), ID_A);
+	cr_assert_str_eq(custode_container_id_uri("docker://" ID_A), ID_A);
+	cr_assert_null(custode_container_id_uri(ID_A), "no scheme: not a URI");
+	cr_assert_null(custode_container_id_uri("containerd://4f1e"), "a prefix is not a containerID");
+	cr_assert_null(custode_container_id_uri("containerd://" ID_A "0"), "65 digits");
+	cr_assert_null(custode_container_id_uri("rkt://" ID_A), "unknown scheme");
+	cr_assert_null(custode_container_id_uri("containerd:/" ID_A));
+	cr_assert_null(custode_container_id_uri(NULL));
+	/* the rest of such a URI is still refused as a name */
+	cr_assert_lt(custode_container_arg("rkt://" ID_A, NULL, NULL), 0);
+}

@@ -34,6 +34,20 @@ static bool is_hex(const char *s, size_t len)
 	return true;
 }
 
+const char *custode_container_id_uri(const char *arg)
+{
+	static const char *const schemes[] = {"containerd://", "cri-o://", "docker://"};
+
+	for (size_t i = 0; arg && i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+		size_t sl = strlen(schemes[i]);
+
+		if (!strncmp(arg, schemes[i], sl) && strlen(arg + sl) == CUSTODE_CONTAINER_ID_LEN &&
+		    is_hex(arg + sl, CUSTODE_CONTAINER_ID_LEN))
+			return arg + sl;
+	}
+	return NULL;
+}
+
 int custode_container_arg(const char *arg, bool *hex, struct custode_refusal *why)
 {
 	size_t len = arg ? strlen(arg) : 0;
@@ -289,6 +303,8 @@ int custode_container_resolve(const char *arg, struct custode_container_found *o
 	bool hex;
 	int err;
 
+	if (custode_container_id_uri(arg)) /* Kubernetes' containerID: the id alone */
+		arg = custode_container_id_uri(arg);
 	if ((err = custode_container_arg(arg, &hex, why)))
 		return err;
 	if ((err = custode_cgroup2_mount(mount, sizeof(mount))) < 0)

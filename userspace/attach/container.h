@@ -41,6 +41,13 @@ struct custode_container {
 };
 
 /*
+ * Kubernetes names a container by URI in a pod's status (containerStatuses[].
+ * containerID): containerd://ID, cri-o://ID, docker://ID. The ID part when ARG
+ * is one of those with a full 64-hex id, else NULL.
+ */
+const char *custode_container_id_uri(const char *arg);
+
+/*
  * Check ARG as given on the command line: a name ([A-Za-z0-9][A-Za-z0-9_.-]*,
  * at most CUSTODE_CONTAINER_NAME_MAX) or an id prefix (which is such a name
  * too). Refused (run.usage): empty, too long, another character. *is_hex:
