@@ -121,7 +121,8 @@
 	X(CONTAINER_AMBIGUOUS, 211, "container.ambiguous", "the id prefix matches more than one container") \
 	X(CONTAINER_NOT_RUNNING, 212, "container.not_running", "the container is not running: it has no process, no cgroup") \
 	X(CONTAINER_NO_RUNTIME, 213, "container.no_runtime", "a container name needs podman, which is not in PATH or did not answer") \
-	X(DNS_NETNS_UNSERVED, 218, "dns.netns_unserved", "custode's resolver cannot listen in the run's network namespace: its DNS is denied")
+	X(DNS_NETNS_UNSERVED, 218, "dns.netns_unserved", "custode's resolver cannot listen in the run's network namespace: its DNS is denied") \
+	X(DAEMON_CGROUPNS, 221, "daemon.cgroupns", "the daemon is in a cgroup namespace of its own and cannot enter the host's: it would read every cgroup path wrong")
 
 enum custode_reason {
 #define CUSTODE_X_ENUM(sym, num, name, desc) CUSTODE_REASON_##sym = num,

@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,46 @@ int custode_cgroup_of_pid(const char *mount, int pid, char *out, size_t outlen)
 		}
 	free(text);
 	return err;
+}
+
+static bool pid_listed(const char *procs, pid_t pid)
+{
+	char *text = NULL;
+	bool found = false;
+
+	if (custode_read_file(procs, 1 << 24, &text, NULL) < 0)
+		return false;
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && !found; l = strtok_r(NULL, "\n", &save))
+		found = atoi(l) == pid;
+	free(text);
+	return found;
+}
+
+int custode_cgroupns_host(const char *mount)
+{
+	struct stat self, init;
+	char own[PATH_MAX], procs[PATH_MAX];
+	int fd, err = 0;
+
+	if (stat("/proc/self/ns/cgroup", &self) < 0)
+		return errno == ENOENT ? 0 : -errno; /* a kernel without cgroup namespaces: one view */
+	if (stat("/proc/1/ns/cgroup", &init) < 0)
+		return -errno;
+	if (self.st_ino != init.st_ino || self.st_dev != init.st_dev) {
+		if ((fd = open("/proc/1/ns/cgroup", O_RDONLY | O_CLOEXEC)) < 0)
+			return -errno;
+		if (setns(fd, CLONE_NEWCGROUP) < 0)
+			err = -errno;
+		close(fd);
+		if (err)
+			return err;
+	}
+	if ((err = custode_cgroup_of_pid(mount, 0, own, sizeof(own))) < 0)
+		return err;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", mount);
+	if (!strcmp(own, mount) && !pid_listed(procs, getpid()))
+		return -ENXIO;
+	return 0;
 }
 
 int custode_cgroup_id(const char *path, __u64 *id)

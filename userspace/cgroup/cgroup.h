@@ -30,6 +30,19 @@ int custode_cgroup_level(const char *mount, const char *path);
  */
 int custode_cgroup_of_pid(const char *mount, int pid, char *out, size_t outlen);
 
+/*
+ * Make this process see cgroup paths as the host does. /proc/PID/cgroup is
+ * relative to the reader's cgroup namespace: a daemon in a container's own
+ * namespace would read every path wrong, its own as "/", and could attach the
+ * cgroup that holds it. When this process's cgroup namespace is not PID 1's,
+ * enter PID 1's (a DaemonSet with hostPID: the host's init). 0 when this
+ * process now shares PID 1's and that one is not private either; -errno of
+ * setns when it can't enter it; -ENXIO when PID 1's is itself private (no
+ * hostPID: this process's cgroup reads "/" while it is not in the root
+ * cgroup's cgroup.procs).
+ */
+int custode_cgroupns_host(const char *mount);
+
 /* The kernel's 64-bit id of a cgroup v2 directory (what BPF's cgroup id helpers return). */
 int custode_cgroup_id(const char *path, __u64 *id);
 

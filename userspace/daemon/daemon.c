@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -23,6 +24,7 @@
 
 #include "util/exit.h"
 #include "custode/resolver.h"
+#include "cgroup/cgroup.h"
 #include "engine/hostaddrs.h"
 #include "daemon/bundles.h"
 #include "daemon/control.h"
@@ -467,6 +469,32 @@ static void daemon_close(struct daemon *d)
 		close(d->lock);
 }
 
+/*
+ * Before anything reads a cgroup path: the host's view of them (a DaemonSet's
+ * container may have a cgroup namespace of its own; with hostPID the daemon
+ * enters PID 1's). Refused rather than run with paths it would misread.
+ */
+static int daemon_host_cgroupns(struct custode_refusal *why)
+{
+	char mount[PATH_MAX];
+	int err;
+
+	if ((err = custode_cgroup2_mount(mount, sizeof(mount))) < 0)
+		return 0; /* no cgroup v2: opening the engine says so */
+	err = custode_cgroupns_host(mount);
+	if (err == -ENXIO)
+		return custode_refuse(why, ENXIO, CUSTODE_REASON_DAEMON_CGROUPNS,
+				      "this process's cgroup reads as the root while it is not in the root cgroup, and PID 1 "
+				      "shares its cgroup namespace: run the daemon in the host's PID namespace (hostPID) "
+				      "or the host's cgroup namespace");
+	if (err < 0)
+		return custode_refuse(why, -err, CUSTODE_REASON_DAEMON_CGROUPNS,
+				      "entering PID 1's cgroup namespace: %s (the daemon needs CAP_SYS_ADMIN for it, "
+				      "or to be started in the host's cgroup namespace)",
+				      strerror(-err));
+	return 0;
+}
+
 int custode_cmd_daemon(int argc, char **argv)
 {
 	struct daemon d = {.lock = -1, .sfd = -1, .rt = {.done_fd = -1}};
@@ -486,6 +514,8 @@ int custode_cmd_daemon(int argc, char **argv)
 	}
 	d.lg.verbose = d.o.verbose;
 	setvbuf(stderr, NULL, _IOLBF, 0);
+	if (daemon_host_cgroupns(&why))
+		goto refused;
 	d.o.svc.started = (int64_t)time(NULL);
 	d.o.svc.resolver = !d.o.no_resolver;
 	if (daemon_open_engine(&d, &why) || daemon_open_loop(&d, &why) || daemon_open_service(&d, &why) ||
