@@ -109,10 +109,44 @@ static __always_inline __u32 dns_token(__u64 run_cgid)
 }
 
 /*
+ * Does the live resolver listen in this socket's network namespace: its own,
+ * or one it registered in custode_dns_netns under its generation? If not,
+ * wake it (once per CUSTODE_DNS_WAKE_NS per namespace): it enters the
+ * namespace of the calling process and listens there; this query is denied.
+ */
+static __always_inline bool dns_netns_served(struct bpf_sock_addr *ctx, const struct custode_dns_cfg *cfg,
+					     __u64 run_cgid)
+{
+	__u64 cookie = bpf_get_netns_cookie(ctx), now, *seen;
+	struct custode_dns_netns *ns;
+	struct custode_dns_wake *w;
+
+	if (cookie == cfg->netns_cookie)
+		return true;
+	ns = bpf_map_lookup_elem(&custode_dns_netns, &cookie);
+	if (ns && ns->gen == cfg->gen)
+		return true;
+	now = bpf_ktime_get_boot_ns();
+	seen = bpf_map_lookup_elem(&custode_dns_netns_seen, &cookie);
+	if (seen && now - *seen < CUSTODE_DNS_WAKE_NS)
+		return false;
+	bpf_map_update_elem(&custode_dns_netns_seen, &cookie, &now, BPF_ANY);
+	w = bpf_ringbuf_reserve(&custode_dns_wake, sizeof(*w), 0);
+	if (w) {
+		w->netns_cookie = cookie;
+		w->run_cgid = run_cgid;
+		w->tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+		w->_pad0 = 0;
+		bpf_ringbuf_submit(w, 0);
+	}
+	return false;
+}
+
+/*
  * Send a run's DNS query to the resolver: destination 127.T.T.T (T: the run's
  * token; ::ffff:127.T.T.T on IPv6 sockets) at the resolver's port. The
  * original server is kept by socket cookie for the recvmsg/getpeername hooks.
- * No live resolver serving this network namespace, or no token: denied.
+ * No live resolver serving this network namespace (it is woken), or no token: denied.
  */
 static __always_inline int dns_redirect(__u16 hook, struct bpf_sock_addr *ctx, __u64 run_cgid, struct custode_run *run,
 					__u8 *addr, __u16 family, __u16 port)
@@ -125,7 +159,7 @@ static __always_inline int dns_redirect(__u16 hook, struct bpf_sock_addr *ctx, _
 
 	cfg = bpf_map_lookup_elem(&custode_dns_cfg, &zero);
 	if (!cfg || !(cfg->flags & CUSTODE_DNS_UP) || cfg->alive_until_ns <= bpf_ktime_get_boot_ns() ||
-	    cfg->netns_cookie != bpf_get_netns_cookie(ctx))
+	    !dns_netns_served(ctx, cfg, run_cgid))
 		return net_deny(run_cgid, run, hook, CUSTODE_REASON_NET_DNS_DENIED, family, type, proto, addr, port,
 				custode_addr_classify(addr));
 	tok = dns_token(run_cgid);
@@ -423,7 +457,12 @@ static __always_inline int bind_decide(__u16 hook, struct bpf_sock_addr *ctx, __
 	if (denial)
 		return net_deny(run_cgid, run, hook, denial, family, (__u16)ctx->type, (__u16)ctx->protocol, NULL, port,
 				0);
-	if (!(run->flags & CUSTODE_RUN_NO_LISTEN))
+	/*
+	 * The resolver's port: in a namespace of its own a run may hold the
+	 * privilege to bind it, and squat it before the resolver listens there
+	 * (then answering its neighbours' queries). Never a run's to take.
+	 */
+	if (!(run->flags & CUSTODE_RUN_NO_LISTEN) && port != CUSTODE_RESOLVER_PORT)
 		return ALLOW;
 	return net_deny(run_cgid, run, hook, CUSTODE_REASON_NET_BIND_DENIED, family, (__u16)ctx->type,
 			(__u16)ctx->protocol, NULL, port, 0);

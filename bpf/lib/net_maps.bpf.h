@@ -109,4 +109,34 @@ struct {
 	CUSTODE_PIN_BY_NAME(custode_dns_counters);
 } custode_dns_counters SEC(".maps");
 
+/*
+ * Network namespaces the resolver listens in besides its own (netns cookie ->
+ * struct custode_dns_netns), written by the resolver only. No entry of the
+ * live resolver's generation: DNS from that namespace is denied.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CUSTODE_MAX_DNS_NETNS);
+	__type(key, __u64);
+	__type(value, struct custode_dns_netns);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	CUSTODE_PIN_BY_NAME(custode_dns_netns);
+} custode_dns_netns SEC(".maps");
+
+/* When a namespace last woke the resolver (boot ns): one wake per CUSTODE_DNS_WAKE_NS. LRU: no cleanup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CUSTODE_MAX_DNS_NETNS);
+	__type(key, __u64);
+	__type(value, __u64);
+	CUSTODE_PIN_BY_NAME(custode_dns_netns_seen);
+} custode_dns_netns_seen SEC(".maps");
+
+/* A run's DNS from a namespace not served yet: the resolver's cue to listen there (struct custode_dns_wake). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+	CUSTODE_PIN_BY_NAME(custode_dns_wake);
+} custode_dns_wake SEC(".maps");
+
 #endif

@@ -43,6 +43,9 @@
 	X(DNS_TOKEN_RUN, custode_dns_token_run)       \
 	X(DNS_ORIG, custode_dns_orig)                 \
 	X(DNS_COUNTERS, custode_dns_counters)         \
+	X(DNS_NETNS, custode_dns_netns)               \
+	X(DNS_NETNS_SEEN, custode_dns_netns_seen)     \
+	X(DNS_WAKE, custode_dns_wake)                 \
 	/* bpf/proc.bpf.c: proc */                     \
 	X(ADMITTED, custode_admitted)                 \
 	/* bpf/lib/newcomer.bpf.h: file and proc */    \

@@ -116,7 +116,12 @@
 	X(UNIT_UNKNOWN, 205, "unit.unknown", "systemd knows no such unit") \
 	X(UNIT_NO_CGROUP, 206, "unit.no_cgroup", "the systemd unit is not running: it has no cgroup") \
 	X(ENGINE_ADMIT_REFUSED, 207, "engine.admit_refused", "this executable may not be admitted to the engine: not a custode binary, not root's alone, or the admitted list is full") \
-	X(ENGINE_ABI_DIFFERS, 208, "engine.abi_differs", "the binary's engine ABI differs from the pinned engine's: it can take over only once no run is registered")
+	X(ENGINE_ABI_DIFFERS, 208, "engine.abi_differs", "the binary's engine ABI differs from the pinned engine's: it can take over only once no run is registered") \
+	X(CONTAINER_UNKNOWN, 210, "container.unknown", "no container has this id or name (podman's list, then the runtimes' cgroup names)") \
+	X(CONTAINER_AMBIGUOUS, 211, "container.ambiguous", "the id prefix matches more than one container") \
+	X(CONTAINER_NOT_RUNNING, 212, "container.not_running", "the container is not running: it has no process, no cgroup") \
+	X(CONTAINER_NO_RUNTIME, 213, "container.no_runtime", "a container name needs podman, which is not in PATH or did not answer") \
+	X(DNS_NETNS_UNSERVED, 218, "dns.netns_unserved", "custode's resolver cannot listen in the run's network namespace: its DNS is denied")
 
 enum custode_reason {
 #define CUSTODE_X_ENUM(sym, num, name, desc) CUSTODE_REASON_##sym = num,

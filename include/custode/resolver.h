@@ -41,11 +41,46 @@ enum custode_dns_cfg_flags {
  */
 struct custode_dns_cfg {
 	__u64 alive_until_ns;
-	__u64 netns_cookie; /* the network namespace the resolver listens in */
+	__u64 netns_cookie; /* the network namespace the resolver itself lives in */
 	__u32 flags;        /* enum custode_dns_cfg_flags */
 	__u32 pid;          /* the resolver's pid (informational) */
+	__u32 gen;          /* this resolver's generation: custode_dns_netns entries of another one mean nothing */
+	__u32 _pad0;
 };
 #define CUSTODE_DNS_HEARTBEAT_NS (3ull * 1000000000ull)
+
+/*
+ * Runs in other network namespaces (attached containers, pods): the resolver
+ * also listens at CUSTODE_RESOLVER_PORT on the loopback device of each
+ * namespace a run uses (the same sockets as its own, bound there by a thread
+ * that entered the namespace), so the redirect works unchanged there.
+ *
+ * custode_dns_netns: netns cookie -> struct custode_dns_netns, written by the
+ * resolver once its listeners there are in its loop, deleted when the last
+ * run there has ended. The hooks redirect in a namespace only if it is the
+ * resolver's own or has an entry of the live resolver's generation.
+ *
+ * A run's DNS attempt in a namespace with no entry is denied (net.dns.denied)
+ * and wakes the resolver through the ring buffer custode_dns_wake (a struct
+ * custode_dns_wake), at most once per CUSTODE_DNS_WAKE_NS per namespace
+ * (custode_dns_netns_seen, an LRU: netns cookie -> last wake, boot ns). The
+ * resolver then listens there (or reports dns.netns_unserved); the client's
+ * next try is served.
+ */
+#define CUSTODE_MAX_DNS_NETNS 1024
+#define CUSTODE_DNS_WAKE_NS (1ull * 1000000000ull)
+
+struct custode_dns_netns {
+	__u32 gen;   /* the generation of the resolver that listens there (custode_dns_cfg.gen) */
+	__u32 flags; /* none yet */
+};
+
+struct custode_dns_wake {
+	__u64 netns_cookie;
+	__u64 run_cgid;
+	__u32 tgid; /* the process that tried: the resolver enters its network namespace */
+	__u32 _pad0;
+};
 
 /*
  * Value of map custode_dns_orig (LRU hash keyed by the client socket's
@@ -73,7 +108,9 @@ struct custode_dns_counters {
 	__u64 denials[CUSTODE_DNS_REASONS];
 };
 
-_Static_assert(sizeof(struct custode_dns_cfg) == 24, "custode_dns_cfg ABI");
+_Static_assert(sizeof(struct custode_dns_cfg) == 32, "custode_dns_cfg ABI");
+_Static_assert(sizeof(struct custode_dns_netns) == 8, "custode_dns_netns ABI");
+_Static_assert(sizeof(struct custode_dns_wake) == 24, "custode_dns_wake ABI");
 _Static_assert(sizeof(struct custode_dns_orig) == 24, "custode_dns_orig ABI");
 _Static_assert(sizeof(struct custode_dns_counters) == 96, "custode_dns_counters ABI");
 

@@ -93,6 +93,10 @@ KTEST(seccomp_foreign_abi_killed)
 
 	ktest_need_cgroup_bpf();
 	pu_probe(&r, NOBODY, ARGS("i386"));
+	/* Some hosts' kernels have no IA-32 emulation: int 0x80 faults with no filter at
+	 * all. Debian's kernels (the guest, where a skip fails) all have it. */
+	if (r.code == 128 + SIGSEGV && !ktest_in_guest())
+		ktest_skip("int 0x80 faults on this kernel (no IA-32 emulation)");
 	ASSERT_STREQ(r.out, "ok\n", "control: getpid through int 0x80");
 	pu_run_probe(&r, ARGS("--profile", "net-only"), ARGS("i386"));
 	ASSERT_EQ(r.code, 128 + SIGSYS, "run: the i386 ABI kills the process");

@@ -57,6 +57,19 @@ ensure_installed() {
 	fi
 }
 
+# Install the package (ensure_installed) and start custode.service: two TAP
+# lines. Bails out when the daemon does not start.
+install_and_start() {
+	ensure_installed
+	ok "custode is installed"
+	if systemctl start custode >/tmp/start.log 2>&1; then ok "systemctl start custode"; else
+		diag </tmp/start.log
+		journalctl -b -u custode --no-pager -o cat 2>&1 | tail -n 30 | diag
+		echo "Bail out! the daemon did not start"
+		exit 1
+	fi
+}
+
 # The summary line and the exit status of a script.
 finish() {
 	echo "1..$n"

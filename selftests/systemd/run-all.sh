@@ -6,7 +6,7 @@
 set -u
 dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 rc=0
-for t in test-package.sh test-attach-unit.sh test-newcomer-slice.sh test-upgrade.sh; do
+for t in test-package.sh test-attach-unit.sh test-attach-container.sh test-newcomer-slice.sh test-container-restart.sh test-upgrade.sh; do
 	echo "# ---- selftests/systemd/$t"
 	"$dir/$t" || { echo "# selftests/systemd/$t: exit $?"; rc=1; }
 done

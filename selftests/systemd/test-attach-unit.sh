@@ -21,19 +21,16 @@
 #       (ExecStartPre=+custode attach --unit %n): the main process is denied
 #       from its first read, and again after `systemctl restart` (a new
 #       cgroup, attached anew); `systemctl stop` leaves no attached run.
+#   (e) a unit with PrivateNetwork=yes attached with a network policy: the
+#       daemon's resolver answers its DNS inside the unit's namespace
+#       (RestrictNamespaces=net; with =yes the attach is refused, the control);
+#   (f) the same unit with the drop-in: its first lookup is answered.
 # Plus the refusals: unknown unit, unit without a cgroup, no systemctl.
 # Output: TAP. Exit 0 all passed, 1 a check failed, 77 not in the systemd guest.
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 
 # ------------------------------------------------- the package, the daemon
-ensure_installed
-ok "custode is installed"
-if systemctl start custode >/tmp/start.log 2>&1; then ok "systemctl start custode"; else
-	diag </tmp/start.log
-	journalctl -b -u custode --no-pager -o cat 2>&1 | tail -n 30 | diag
-	echo "Bail out! the daemon did not start"
-	exit 1
-fi
+install_and_start
 
 # ------------------------------------------------------- the test service
 unit=custode-victim.service
@@ -189,6 +186,96 @@ check "systemctl stop $unit" systemctl stop "$unit"
 check "(d) after stop no run is left for the unit's cgroup (reaped)" wait_for 10 no_run_of_cg
 journalctl -b -u custode --no-pager -o cat | grep -e "$old_id" -e "$new_id" | diag
 journalctl -b -u "$unit" --no-pager -o cat | tail -n 10 | diag
+
+# ------------------------------- (e) DNS in a unit's own network namespace
+# A unit with PrivateNetwork=yes (a network namespace of its own, loopback only)
+# looking a name up in a loop, attached with builtin/net-only (a network section,
+# no name granted). The daemon's resolver listens in the unit's namespace, so the
+# unit's queries reach it there (refused: dns.name.denied, in the stream with the
+# run's id) instead of being denied in the kernel. Control: with the daemon's
+# unit at RestrictNamespaces=yes it cannot enter the namespace, and the attach is
+# refused. Then detaching closes the resolver's sockets there.
+dunit=custode-dns.service
+cat >/usr/local/bin/custode-dns <<'EOF'
+#!/bin/sh
+while :; do
+	# gethostbyname (getent hosts): getaddrinfo's AI_ADDRCONFIG asks nothing with loopback only
+	getent hosts custode-dns.test >/dev/null 2>&1
+	sleep 0.2
+done
+EOF
+chmod 0755 /usr/local/bin/custode-dns
+cat >/etc/systemd/system/$dunit <<EOF
+[Unit]
+Description=custode test service: looks a name up in a loop, in a network namespace of its own
+[Service]
+ExecStart=/usr/local/bin/custode-dns
+PrivateNetwork=yes
+StandardOutput=null
+StandardError=null
+EOF
+events=/var/log/custode/events.jsonl
+run_ids_of_dns() { custode runs 2>/dev/null | awk -v cg="/sys/fs/cgroup/system.slice/$dunit" 'NR > 1 && $NF == cg { print $1 }'; }
+journal_has() { journalctl -b -u custode --no-pager -o cat | grep -q "$1"; }
+dns_record_of() { grep -E '"type": ?"dns"' "$events" 2>/dev/null | grep "$1" | grep -q 'dns.name.denied'; }
+mkdir -p /etc/systemd/system/custode.service.d
+printf '[Service]\nRestrictNamespaces=yes\n' >/etc/systemd/system/custode.service.d/ns.conf
+systemctl daemon-reload
+check "(e) control: custode restarted with RestrictNamespaces=yes" systemctl restart custode
+check "systemctl start $dunit" systemctl start "$dunit"
+rc=$(attach_out --unit custode-dns --profile net-only)
+diag </tmp/attach.out
+check "(e) control: at RestrictNamespaces=yes the unit's namespace can't be entered: attach refused (exit $rc)" test "$rc" = 125
+rm -rf /etc/systemd/system/custode.service.d
+systemctl daemon-reload
+check "(e) custode restarted with the shipped unit" systemctl restart custode
+check "(e) the shipped unit says RestrictNamespaces=net" \
+	bash -c "systemctl cat custode | grep -q '^RestrictNamespaces=net$'"
+if custode attach --unit custode-dns --profile net-only >/tmp/attach.out 2>&1; then
+	ok "(e) custode attach --unit custode-dns --profile net-only"
+else not_ok "(e) custode attach --unit custode-dns --profile net-only"; fi
+diag </tmp/attach.out
+dns_id=$(sed -n 's/^custode: attached run \([0-9a-f]*\):.*/\1/p' /tmp/attach.out)
+check "(e) no warning: the resolver listens in the unit's namespace" bash -c "! grep -q 'not served' /tmp/attach.out"
+check "(e) the daemon listens in the unit's network namespace (journal)" wait_for 10 journal_has 'listening in network namespace'
+check "(e) the unit's queries reach the resolver there: refused for run ${dns_id:-?} (stream)" \
+	wait_for 30 dns_record_of "${dns_id:-no-run-id}"
+if ! dns_record_of "${dns_id:-no-run-id}"; then
+	grep "${dns_id:-no-run-id}" "$events" 2>/dev/null | tail -n 5 | diag
+	journalctl -b -u custode --no-pager -o cat | tail -n 15 | diag
+	cat /etc/resolv.conf /etc/nsswitch.conf 2>&1 | diag
+else
+	grep -E '"type": ?"dns"' "$events" | grep "$dns_id" | tail -n 1 | diag
+fi
+check "(e) custode detach --cgroup" custode detach --cgroup "/sys/fs/cgroup/system.slice/$dunit"
+check "(e) after detach the resolver stops listening there (journal)" wait_for 30 journal_has 'no run left in network namespace'
+check "systemctl stop $dunit" systemctl stop "$dunit"
+
+# ------------------- (f) the drop-in and PrivateNetwork=: DNS from the first query
+# With deploy/systemd/custode-attach.conf (ExecStartPre=+custode attach --unit %n)
+# the attach runs in the unit's own network namespace already (systemd makes it
+# before the first ExecStartPre, '+' or not), so the resolver listens there before
+# the main process starts: its very first lookup is answered by the resolver (a
+# dns record of the run), none is denied in the kernel (no net.dns.denied).
+cat >/usr/local/bin/custode-dns <<'EOF'
+#!/bin/sh
+getent hosts custode-dns-first.test >/dev/null 2>&1
+exec sleep 1000
+EOF
+chmod 0755 /usr/local/bin/custode-dns
+mkdir -p "/etc/systemd/system/$dunit.d"
+sed -e 's|--profile read$|--profile net-only|' "$repo/deploy/systemd/custode-attach.conf" \
+	>"/etc/systemd/system/$dunit.d/custode-attach.conf"
+systemctl daemon-reload
+check "(f) systemctl start $dunit (PrivateNetwork=yes, with the drop-in)" systemctl start "$dunit"
+first_id=$(run_ids_of_dns)
+first_record() { grep -E '"type": ?"dns"' "$events" 2>/dev/null | grep "${first_id:-no-run-id}" | grep -q 'custode-dns-first.test'; }
+check "(f) the main process's first lookup is answered by the resolver (run ${first_id:-?})" wait_for 30 first_record
+check "(f) no DNS of the run was denied in the kernel (net.dns.denied)" \
+	bash -c "! grep '${first_id:-no-run-id}' '$events' | grep -q 'net.dns.denied'"
+check "systemctl stop $dunit" systemctl stop "$dunit"
+rm -rf "/etc/systemd/system/$dunit.d" "/etc/systemd/system/$dunit" /usr/local/bin/custode-dns
+systemctl daemon-reload
 
 # ----------------------------------------------------------------- end
 rm -rf "/etc/systemd/system/$unit.d" "/etc/systemd/system/$unit"

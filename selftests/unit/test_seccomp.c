@@ -223,9 +223,17 @@ Test(seccomp, foreign_abis_kill_the_process)
 	int st;
 
 	st = in_child(false, i386_getpid);
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "control: int 0x80 returns (status 0x%x)", st);
-	st = in_child(true, i386_getpid);
-	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "i386 under the filter: status 0x%x", st);
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) {
+		/* a kernel without IA-32 emulation (CONFIG_IA32_EMULATION off or ia32_emulation=0,
+		 * as on some CI hosts): int 0x80 faults before any filter runs, so there is
+		 * nothing to observe here. The guest's seccomp_foreign_abi_killed (Debian's kernels,
+		 * which have it) asserts the kill unconditionally. */
+		cr_log_warn("no IA-32 emulation on this kernel: the i386 half is the guest's");
+	} else {
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "control: int 0x80 returns (status 0x%x)", st);
+		st = in_child(true, i386_getpid);
+		cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "i386 under the filter: status 0x%x", st);
+	}
 	st = in_child(false, x32_getpid);
 	cr_expect(WIFEXITED(st), "control: an x32 number returns (status 0x%x)", st);
 	st = in_child(true, x32_getpid);

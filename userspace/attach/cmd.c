@@ -10,6 +10,7 @@
 
 #include "attach/attach.h"
 #include "attach/cmd.h"
+#include "attach/container.h"
 #include "attach/unit.h"
 #include "util/exit.h"
 #include "control/control.h"
@@ -67,9 +68,28 @@ static void print_json(const json_t *o)
 	putchar('\n');
 }
 
+/* --container ARG of cmd to its cgroup: 0, or the exit of its refusal (said on stderr). */
+static int resolve_container(const char *cmd, const char *arg, struct custode_container_found *out)
+{
+	struct custode_refusal why = {0};
+
+	if (!custode_container_resolve(arg, out, &why))
+		return 0;
+	if (why.reason == CUSTODE_REASON_RUN_USAGE)
+		return custode_usage_error(cmd, EXIT_USAGE, "%s", why.detail);
+	return refused(cmd, &why);
+}
+
+/* What --container found, for the answer: {"id", "name", "runtime"}. */
+static json_t *container_json(const struct custode_container_found *c)
+{
+	return json_pack("{s:s, s:s?, s:s}", "id", c->id, "name", c->name[0] ? c->name : NULL, "runtime",
+			 c->runtime ? c->runtime : "");
+}
+
 static void attach_usage(FILE *f)
 {
-	fprintf(f, "usage: custode attach (--cgroup PATH | --unit NAME)\n"
+	fprintf(f, "usage: custode attach (--cgroup PATH | --unit NAME | --container ID|NAME)\n"
 		   "                      (--profile NAME | --policy NAME | --bundle FILE)\n"
 		   "                      [--workspace DIR] [--run-id ID] [--json]\n"
 		   "\n"
@@ -84,6 +104,12 @@ static void attach_usage(FILE *f)
 		   "                     without a type means NAME.service). The unit must be running,\n"
 		   "                     or starting: ExecStartPre=+custode attach --unit %%n confines\n"
 		   "                     the service from its first exec (docs/operations.md)\n"
+		   "  --container ID|NAME  a container's cgroup: its full id, a unique id prefix\n"
+		   "                     or its name. podman (from PATH) is asked for its\n"
+		   "                     process's cgroup; without podman, or for an id podman\n"
+		   "                     does not know, the cgroup tree is searched for\n"
+		   "                     libpod-, cri-containerd-, crio- or docker-<id>.scope.\n"
+		   "                     It must be running (docs/operations.md)\n"
 		   "  --profile NAME     a built-in profile (`custode profiles`)\n"
 		   "  --policy NAME      a policy accepted from the daemon's --bundles directory\n"
 		   "  --bundle FILE      a signed bundle, verified with the daemon's --trust keys\n"
@@ -101,6 +127,7 @@ int custode_cmd_attach(int argc, char **argv)
 {
 	static const struct option opts[] = {{"cgroup", required_argument, NULL, 'c'},
 					     {"unit", required_argument, NULL, 'u'},
+					     {"container", required_argument, NULL, 'C'},
 					     {"profile", required_argument, NULL, 'p'},
 					     {"policy", required_argument, NULL, 'P'},
 					     {"bundle", required_argument, NULL, 'b'},
@@ -110,7 +137,8 @@ int custode_cmd_attach(int argc, char **argv)
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	json_t *req = json_pack("{s:s}", "cmd", "attach"), *resp = NULL, *run, *pol;
-	const char *unit = NULL;
+	const char *unit = NULL, *container = NULL;
+	struct custode_container_found ctr = {0};
 	bool json = false;
 	int c, sources = 0, targets = 0, err;
 	__u64 id;
@@ -124,6 +152,10 @@ int custode_cmd_attach(int argc, char **argv)
 			break;
 		case 'u':
 			unit = optarg;
+			targets++;
+			break;
+		case 'C':
+			container = optarg;
 			targets++;
 			break;
 		case 'p':
@@ -170,8 +202,15 @@ int custode_cmd_attach(int argc, char **argv)
 	if (targets != 1 || sources != 1) {
 		json_decref(req);
 		return custode_usage_error("attach", EXIT_USAGE,
-					   "needs one of --cgroup PATH, --unit NAME and one of --profile, --policy, --bundle");
+					   "needs one of --cgroup PATH, --unit NAME, --container ID|NAME and one of "
+					   "--profile, --policy, --bundle");
 	}
+	if (container && (err = resolve_container("attach", container, &ctr))) {
+		json_decref(req);
+		return err;
+	}
+	if (container)
+		json_object_set_new(req, "cgroup", json_string(ctr.cgroup));
 	if (unit) {
 		struct custode_refusal why = {0};
 		char name[CUSTODE_UNIT_NAME_MAX + 1], cg[4096];
@@ -188,21 +227,34 @@ int custode_cmd_attach(int argc, char **argv)
 		return err;
 	run = json_object_get(resp, "run");
 	pol = json_object_get(run, "policy");
+	if (container)
+		json_object_set_new(run, "container", container_json(&ctr));
 	if (json)
 		print_json(run);
 	else
-		printf("custode: attached run %s: %s under %s v%lld (%s)\n", jstr(run, "run_id"), jstr(run, "cgroup"),
-		       jstr(pol, "name"), (long long)json_integer_value(json_object_get(pol, "version")), jstr(run, "mode"));
+		printf("custode: attached run %s: %s under %s v%lld (%s)%s%s%s%.12s\n", jstr(run, "run_id"),
+		       jstr(run, "cgroup"), jstr(pol, "name"), (long long)json_integer_value(json_object_get(pol, "version")),
+		       jstr(run, "mode"), container ? ": container " : "", ctr.name, ctr.name[0] ? " " : "", ctr.id);
+	{
+		/* a run in a network namespace the resolver could not enter gets no DNS: say so, whatever the format */
+		const json_t *dns = json_object_get(run, "dns");
+
+		if (dns && !json_is_true(json_object_get(dns, "served")))
+			fprintf(stderr, "custode: attach: warning: the run's DNS is not served yet (%s): %s\n",
+				json_object_get(dns, "reason") ? jstr(dns, "reason") : "?",
+				json_object_get(dns, "detail") ? jstr(dns, "detail") : "");
+	}
 	json_decref(resp);
 	return 0;
 }
 
 static void detach_usage(FILE *f)
 {
-	fprintf(f, "usage: custode detach (--run ID | --cgroup PATH | ID) [--json]\n"
+	fprintf(f, "usage: custode detach (--run ID | --cgroup PATH | --container ID|NAME | ID) [--json]\n"
 		   "\n"
 		   "Unregister an attached run: its processes are no longer confined. Prints its\n"
 		   "final denial counts. Runs started by `custode run` end with their command.\n"
+		   "--container finds the container's cgroup as `custode attach --container` does.\n"
 		   "Exit: 0 detached; 125 refused; 2 usage.\n");
 }
 
@@ -223,17 +275,24 @@ int custode_cmd_detach(int argc, char **argv)
 {
 	static const struct option opts[] = {{"run", required_argument, NULL, 'r'},
 					     {"cgroup", required_argument, NULL, 'c'},
+					     {"container", required_argument, NULL, 'C'},
 					     {"json", no_argument, NULL, 'j'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	json_t *req = json_pack("{s:s}", "cmd", "detach"), *resp = NULL, *run;
+	struct custode_container_found ctr = {0};
+	const char *container = NULL;
 	bool json = false;
-	int c, err;
+	int c, err, targets = 0;
 	__u64 id;
 
 	custode_getopt_start();
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		if (c == 'r' || c == 'c') {
+		if (c == 'r' || c == 'c' || c == 'C')
+			targets++;
+		if (c == 'C') {
+			container = optarg;
+		} else if (c == 'r' || c == 'c') {
 			if (c == 'r' && custode_run_id_parse(optarg, &id) < 0)
 				return bad_run_id("detach", req, "--run ", optarg);
 			if (c == 'r')
@@ -252,23 +311,33 @@ int custode_cmd_detach(int argc, char **argv)
 			return bad_option("detach", req, argv);
 		}
 	}
-	if (optind == argc - 1 && !json_object_get(req, "run_id") && !json_object_get(req, "cgroup")) {
+	if (optind == argc - 1 && !targets) {
 		if (custode_run_id_parse(argv[optind], &id) < 0)
 			return bad_run_id("detach", req, "", argv[optind]);
 		json_object_set_new(req, "run_id", json_string(argv[optind] + (strncmp(argv[optind], "run-", 4) ? 0 : 4)));
 		optind++;
+		targets++;
 	}
 	if (optind < argc) {
 		json_decref(req);
 		return custode_usage_extra_arg("detach", EXIT_USAGE, argv[optind]);
 	}
-	if (!!json_object_get(req, "run_id") == !!json_object_get(req, "cgroup")) {
+	if (targets != 1) {
 		json_decref(req);
-		return custode_usage_error("detach", EXIT_USAGE, "needs one of --run ID, --cgroup PATH, ID");
+		return custode_usage_error("detach", EXIT_USAGE,
+					   "needs one of --run ID, --cgroup PATH, --container ID|NAME, ID");
 	}
+	if (container && (err = resolve_container("detach", container, &ctr))) {
+		json_decref(req);
+		return err;
+	}
+	if (container)
+		json_object_set_new(req, "cgroup", json_string(ctr.cgroup));
 	if ((err = call_daemon("detach", req, &resp)))
 		return err;
 	run = json_object_get(resp, "run");
+	if (container)
+		json_object_set_new(run, "container", container_json(&ctr));
 	if (json) {
 		print_json(run);
 	} else {

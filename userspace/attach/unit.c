@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* A systemd unit's cgroup, for `custode attach --unit` (unit.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "attach/capture.h"
 #include "attach/unit.h"
 #include "cgroup/cgroup.h"
-
-extern char **environ;
 
 /* The unit types systemctl recognises in a name; without one, NAME means NAME.service. */
 static const char *const unit_types[] = {".service", ".socket", ".target", ".device", ".mount", ".automount",
@@ -171,51 +166,18 @@ static int systemctl_show(const char *unit, char **text, struct custode_refusal 
 {
 	char *argv[] = {"systemctl", "show", "--property=LoadState", "--property=ActiveState",
 			"--property=ControlGroup", "--", (char *)unit, NULL};
-	posix_spawn_file_actions_t fa;
-	size_t len = 0;
-	char *buf = malloc(SHOW_MAX + 1);
-	int p[2], status, err;
-	pid_t pid;
+	char *buf = NULL;
+	int status = 0, err = custode_capture(argv, SHOW_MAX, false, &buf, &status);
 
-	if (!buf)
-		return custode_refuse(why, ENOMEM, CUSTODE_REASON_RUN_SETUP_FAILED, "out of memory");
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		err = errno;
-		free(buf);
-		return custode_refuse(why, err, CUSTODE_REASON_RUN_SETUP_FAILED, "pipe: %s", strerror(err));
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-	err = posix_spawnp(&pid, "systemctl", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(p[1]);
-	if (err) {
-		close(p[0]);
-		free(buf);
-		return custode_refuse(why, err, err == ENOENT ? CUSTODE_REASON_UNIT_NO_SYSTEMD : CUSTODE_REASON_RUN_SETUP_FAILED,
-				      "running systemctl: %s%s", strerror(err),
-				      err == ENOENT ? " (not in PATH: --unit needs a systemd host; use --cgroup PATH)" : "");
-	}
-	for (;;) {
-		ssize_t r = read(p[0], buf + len, SHOW_MAX - len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		if (len == SHOW_MAX)
-			break;
-	}
-	close(p[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	buf[len] = 0;
-	if (len == SHOW_MAX) {
-		free(buf);
+	if (err == -ENOENT)
+		return custode_refuse(why, ENOENT, CUSTODE_REASON_UNIT_NO_SYSTEMD,
+				      "running systemctl: %s (not in PATH: --unit needs a systemd host; use --cgroup PATH)",
+				      strerror(ENOENT));
+	if (err == -E2BIG)
 		return custode_refuse(why, E2BIG, CUSTODE_REASON_RUN_SETUP_FAILED, "systemctl show: more than %d bytes",
 				      SHOW_MAX);
-	}
+	if (err)
+		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "running systemctl: %s", strerror(-err));
 	/* e.g. "System has not been booted with systemd", or no bus: its stderr said which */
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		free(buf);

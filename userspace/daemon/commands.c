@@ -13,6 +13,7 @@
 #include "daemon/control.h"
 #include "daemon/stream.h"
 #include "engine/admit.h"
+#include "engine/hostaddrs.h"
 #include "engine/maps.h"
 #include "metrics/metrics.h"
 #include "util/time.h"
@@ -22,6 +23,35 @@
 static const char *jstr(const json_t *o, const char *k)
 {
 	return json_string_value(json_object_get(o, k));
+}
+
+json_t *service_dns_serve(struct custode_service *v, const char *cg, __u64 cgid)
+{
+	struct custode_refusal why = {0};
+	struct custode_run info;
+	int fd = custode_map_open(CUSTODE_MAP_RUNS), pid, err;
+
+	err = fd >= 0 ? bpf_map_lookup_elem(fd, &cgid, &info) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (err < 0 || !(info.flags & CUSTODE_RUN_NET))
+		return NULL;
+	if (!v->o.dns_serve)
+		return json_pack("{s:b, s:s, s:s}", "served", 0, "reason", custode_reason_name(CUSTODE_REASON_DNS_NO_RESOLVER),
+				 "detail", v->o.resolver ? "the resolver is starting" : "this daemon runs without the resolver (--no-resolver)");
+	pid = custode_hostaddrs_cgroup_pid(cg);
+	if (pid <= 0)
+		return json_pack("{s:b, s:s, s:s}", "served", 0, "reason",
+				 custode_reason_name(CUSTODE_REASON_DNS_NETNS_UNSERVED), "detail",
+				 "no process in the cgroup yet: its namespace is served at the run's first DNS query "
+				 "(which is denied)");
+	if ((err = v->o.dns_serve(v->o.dns_ctx, pid, cgid, &why)) < 0) {
+		fprintf(stderr, "custode daemon: resolver: run cgroup %s: %s: %s\n", cg, custode_reason_name(why.reason),
+			why.detail);
+		return json_pack("{s:b, s:s, s:s}", "served", 0, "reason", custode_reason_name(why.reason), "detail",
+				 why.detail);
+	}
+	return json_pack("{s:b}", "served", 1);
 }
 
 static json_t *cmd_attach(struct custode_service *v, const json_t *req, struct custode_refusal *why)
@@ -59,6 +89,12 @@ static json_t *cmd_attach(struct custode_service *v, const json_t *req, struct c
 		fprintf(stderr, "custode daemon: attach %s refused: %s: %s\n", a.cgroup, custode_reason_name(why->reason),
 			why->detail);
 		return NULL;
+	}
+	{
+		json_t *dns = service_dns_serve(v, a.cgroup, (__u64)json_integer_value(json_object_get(run, "cgroup_id")));
+
+		if (dns)
+			json_object_set_new(run, "dns", dns);
 	}
 	pol = json_object_get(run, "policy");
 	service_report(v, "attached", NULL, run);

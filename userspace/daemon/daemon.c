@@ -377,6 +377,11 @@ static void daemon_watch_hostaddrs(struct daemon *d)
 			custode_reason_name(hw.reason), hw.detail);
 }
 
+static int resolver_serve_netns(void *ctx, int pid, __u64 run_cgid, struct custode_refusal *why)
+{
+	return custode_resolver_serve_netns(ctx, pid, run_cgid, 5000, why);
+}
+
 /* The resolver, in its thread; its decisions go to the stream through the logger. */
 static int daemon_start_resolver(struct daemon *d, struct custode_refusal *why)
 {
@@ -394,6 +399,8 @@ static int daemon_start_resolver(struct daemon *d, struct custode_refusal *why)
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "resolver thread: %s",
 				      strerror(errno));
 	rt->started = true;
+	/* attached runs in network namespaces of their own: listened in too (a restart re-serves them), before "ready" */
+	custode_service_set_resolver(d->service, resolver_serve_netns, rt->r);
 	for (size_t i = 0; i < cfg->n_upstream; i++) {
 		strncat(up, i ? ", " : "", sizeof(up) - strlen(up) - 1);
 		strncat(up, custode_sockaddr_format(&cfg->upstream[i], one, sizeof(one)), sizeof(up) - strlen(up) - 1);

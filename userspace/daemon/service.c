@@ -15,6 +15,8 @@
 #include "run/run.h"
 #include "state/ended.h"
 
+#define MAX_ATTACHED CUSTODE_MAX_RUNS
+
 /* ---- reporting adoption and reaping ---- */
 
 void service_report(void *ctx, const char *action, const char *detail, const json_t *run)
@@ -92,6 +94,24 @@ int custode_service_adopt(struct custode_service *v)
 	return n;
 }
 
+void custode_service_set_resolver(struct custode_service *v,
+				  int (*serve)(void *ctx, int pid, __u64 run_cgid, struct custode_refusal *why), void *ctx)
+{
+	struct custode_attached *a = calloc(MAX_ATTACHED, sizeof(*a));
+	int n;
+
+	v->o.dns_serve = serve;
+	v->o.dns_ctx = ctx;
+	if (!a)
+		return;
+	n = custode_attached_list(a, MAX_ATTACHED);
+	for (int i = 0; i < n; i++) {
+		json_t *dns = service_dns_serve(v, a[i].cgroup, a[i].cgroup_id);
+
+		json_decref(dns); /* refusals are logged; a namespace with no process yet is served when it asks */
+	}
+	free(a);
+}
 
 /*
  * Control peers inside a run are refused: root in an attached unit or pod

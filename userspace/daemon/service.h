@@ -28,6 +28,9 @@ struct custode_service_opts {
 	bool resolver;              /* the resolver runs in this daemon */
 	int64_t started;            /* unix seconds */
 	const char *ended_file;     /* the totals of ended runs (state/ended.h); NULL: CUSTODE_ENDED_FILE */
+	/* the resolver's listening in a process's network namespace (custode_service_set_resolver) */
+	int (*dns_serve)(void *ctx, int pid, __u64 run_cgid, struct custode_refusal *why);
+	void *dns_ctx;
 };
 
 /*
@@ -57,6 +60,13 @@ void custode_service_set_control(struct custode_service *v, struct custode_contr
 void custode_service_stop(struct custode_service *v);
 /* Close the service's map fds and free it (after custode_service_stop if it started). NULL: nothing. */
 void custode_service_free(struct custode_service *v);
+/*
+ * The resolver started: attached runs get DNS in their own network namespace
+ * through serve(ctx, ...) (custode_resolver_serve_netns) — asked for at
+ * attach, and now for every adopted attached run (a restart re-serves them).
+ */
+void custode_service_set_resolver(struct custode_service *v,
+				  int (*serve)(void *ctx, int pid, __u64 run_cgid, struct custode_refusal *why), void *ctx);
 /* The control socket's handler for every command but "ping" and "events" (ctx: the service). */
 json_t *custode_service_handle(void *ctx, const char *cmd, const json_t *req, int peer_pid, struct custode_refusal *why);
 /* The metrics text (Prometheus); caller frees. */

@@ -91,6 +91,12 @@ void service_report(void *ctx, const char *action, const char *detail, const jso
 /* service.c: the control server's clients, followers and counters (none yet: 0; gone: its last counters) */
 void service_control_counts(struct custode_service *v, size_t *clients, size_t *followers,
 			    struct custode_control_stats *st);
+/*
+ * commands.c: DNS for an attached run (cgroup cg, id cgid) in its network
+ * namespace: the attach answer's "dns" ({"served": bool, "reason", "detail"}),
+ * NULL when the run's policy has no network section.
+ */
+json_t *service_dns_serve(struct custode_service *v, const char *cg, __u64 cgid);
 /* snapshot.c */
 void service_snapshot(struct custode_service *v);
 /*

@@ -9,14 +9,50 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "custode/reasons.h"
+#include "custode/resolver.h"
 #include "dns/resolver_int.h"
 #include "dns/wire.h"
 
-void resolver_udp_readable(struct custode_resolver *r)
+/* A listener (UDP or TCP) on every 127/8 address of the loopback device of the calling thread's namespace. */
+int resolver_listener(int type, struct custode_refusal *why)
 {
-	for (int i = 0; i < 64; i++) {
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(CUSTODE_RESOLVER_PORT)};
+	int fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1, big = 4 << 20;
+
+	if (fd < 0)
+		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "socket: %s", strerror(errno));
+	/* every 127/8 address, on the loopback device only: nothing from the network reaches it */
+	if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3) < 0 ||
+	    (type == SOCK_DGRAM && setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) < 0) ||
+	    (type == SOCK_STREAM && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)) {
+		int err = errno;
+		close(fd);
+		return custode_refuse(why, err, CUSTODE_REASON_RUN_SETUP_FAILED, "resolver socket options: %s",
+				      strerror(err));
+	}
+	if (type == SOCK_DGRAM)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (type == SOCK_STREAM && listen(fd, 256) < 0)) {
+		int err = errno;
+		close(fd);
+		if (err == EADDRINUSE)
+			return custode_refuse(why, err, CUSTODE_REASON_DAEMON_RUNNING,
+					      "port %d on the loopback device is taken (another custode daemon?)",
+					      CUSTODE_RESOLVER_PORT);
+		return custode_refuse(why, err, CUSTODE_REASON_RUN_SETUP_FAILED, "bind port %d: %s",
+				      CUSTODE_RESOLVER_PORT, strerror(err));
+	}
+	return fd;
+}
+
+void resolver_udp_readable(struct custode_resolver *r, int nsl)
+{
+	const struct nsl *l = &r->nsl[nsl];
+
+	for (int i = 0; i < 64 && l->used; i++) {
 		char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))];
-		struct client cl = {.proto = IPPROTO_UDP, .conn = -1};
+		struct client cl = {.proto = IPPROTO_UDP, .conn = -1, .nsl = nsl, .nsl_gen = l->gen, .netns = l->cookie};
 		struct iovec iov = {.iov_base = r->buf, .iov_len = sizeof(r->buf)};
 		struct msghdr mh = {.msg_name = &cl.addr,
 				    .msg_namelen = sizeof(cl.addr),
@@ -26,7 +62,7 @@ void resolver_udp_readable(struct custode_resolver *r)
 				    .msg_controllen = sizeof(cbuf)};
 		struct cmsghdr *cm;
 		bool have_dst = false;
-		ssize_t n = recvmsg(r->udp, &mh, MSG_DONTWAIT);
+		ssize_t n = recvmsg(l->udp, &mh, MSG_DONTWAIT);
 
 		if (n < 0)
 			return;
@@ -58,12 +94,14 @@ void resolver_conn_close(struct custode_resolver *r, int idx)
 	c->gen++;
 }
 
-void resolver_tcp_accept(struct custode_resolver *r)
+void resolver_tcp_accept(struct custode_resolver *r, int nsl)
 {
-	for (int i = 0; i < 16; i++) {
+	const struct nsl *l = &r->nsl[nsl];
+
+	for (int i = 0; i < 16 && l->used; i++) {
 		struct sockaddr_in peer, local;
 		socklen_t pl = sizeof(peer), ll = sizeof(local);
-		int fd = accept4(r->tcp, (struct sockaddr *)&peer, &pl, SOCK_NONBLOCK | SOCK_CLOEXEC), idx = -1;
+		int fd = accept4(l->tcp, (struct sockaddr *)&peer, &pl, SOCK_NONBLOCK | SOCK_CLOEXEC), idx = -1;
 		struct epoll_event ev;
 
 		if (fd < 0)
@@ -82,6 +120,8 @@ void resolver_tcp_accept(struct custode_resolver *r)
 		r->conns[idx].used = true;
 		r->conns[idx].fd = fd;
 		r->conns[idx].local = local.sin_addr;
+		r->conns[idx].nsl = nsl;
+		r->conns[idx].netns = l->cookie;
 		r->conns[idx].rlen = r->conns[idx].wlen = r->conns[idx].woff = 0;
 		r->conns[idx].busy = r->conns[idx].eof = false;
 		r->conns[idx].deadline_ms = resolver_now_ms() + CONN_IDLE_MS;
@@ -101,7 +141,8 @@ static void conn_process(struct custode_resolver *r, int idx)
 
 	while (c->used && !c->busy && c->wlen == 0 && c->rlen >= 2) {
 		size_t need = (size_t)c->rbuf[0] << 8 | c->rbuf[1];
-		struct client cl = {.proto = IPPROTO_TCP, .local = c->local, .conn = idx, .conn_gen = c->gen};
+		struct client cl = {.proto = IPPROTO_TCP, .local = c->local, .conn = idx, .conn_gen = c->gen,
+				    .nsl = c->nsl, .nsl_gen = r->nsl[c->nsl].gen, .netns = c->netns};
 
 		if (c->rlen < need + 2)
 			return;

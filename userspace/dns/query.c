@@ -36,6 +36,7 @@ void resolver_query_free(struct custode_resolver *r, struct query *q)
 struct vet_ctx {
 	struct custode_resolver *r;
 	struct run *run;
+	__u64 netns; /* the namespace the query came from: its addresses are local services there */
 	size_t audit_kept;
 };
 
@@ -63,19 +64,19 @@ static bool vet_granted(void *ctx, const uint8_t addr[16])
 	return false;
 }
 
-/* One of the addresses of the namespace the runs (and this resolver) live in: a local service. */
+/* One of the addresses of the namespace the query came from: a local service. */
 static bool vet_host(void *ctx, const uint8_t addr[16])
 {
 	struct vet_ctx *c = ctx;
 
-	return custode_hostaddrs_contains(c->r->hosts_fd, c->r->netns, addr);
+	return custode_hostaddrs_contains(c->r->hosts_fd, c->netns, addr);
 }
 
 void resolver_finish(struct custode_resolver *r, struct query *q, const struct custode_dns_msg *resp, int fail_reason,
 		     const char *fail_detail)
 {
 	struct run *run = resolver_run_get(r, q->cgid);
-	struct vet_ctx vc = {.r = r, .run = run};
+	struct vet_ctx vc = {.r = r, .run = run, .netns = q->c.netns};
 	struct custode_dns_vet_opts o = {
 		.cname_strict = r->cfg.cname_strict, .name_ok = vet_name_ok, .granted = vet_granted,
 		.host = vet_host, .ctx = &vc};
@@ -174,6 +175,8 @@ bool resolver_client_query(struct custode_resolver *r, const struct client *cl, 
 		return false;
 	if ((cgid = resolver_token_cgid(r, token)))
 		run = resolver_run_get(r, cgid);
+	if (run)
+		resolver_nsl_saw_run(r, cl->nsl, cgid); /* it keeps its namespace's listeners open */
 	d.run = run;
 	d.cgid = cgid;
 	err = custode_dns_parse(buf, len, m);

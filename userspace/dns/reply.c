@@ -55,7 +55,9 @@ static void send_bytes(struct custode_resolver *r, const struct client *cl, cons
 		cm->cmsg_len = CMSG_LEN(sizeof(pi));
 		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
 		/* the reply must come from the address the client sent to: the run's 127.T.T.T */
-		if (sendmsg(r->udp, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
+		if (cl->nsl < 0 || cl->nsl >= MAX_NSL || !r->nsl[cl->nsl].used || r->nsl[cl->nsl].gen != cl->nsl_gen)
+			return; /* its namespace's listener closed while the query was upstream */
+		if (sendmsg(r->nsl[cl->nsl].udp, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
 			resolver_notice(r, "reply to %s:%u: %s", inet_ntoa(cl->addr.sin_addr), ntohs(cl->addr.sin_port),
 			       strerror(errno));
 		return;

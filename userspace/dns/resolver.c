@@ -118,53 +118,13 @@ static int heartbeat(struct custode_resolver *r, bool up)
 		c.alive_until_ns = resolver_boot_ns() + CUSTODE_DNS_HEARTBEAT_NS;
 		c.netns_cookie = r->netns;
 		c.flags = CUSTODE_DNS_UP;
+		c.gen = r->gen;
 		c.pid = (__u32)getpid();
 	}
 	return bpf_map_update_elem(r->cfg_fd, &zero, &c, BPF_ANY) < 0 ? -errno : 0;
 }
 
 /* ---- lifecycle ---- */
-
-static int listener(int type, struct custode_refusal *why)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(CUSTODE_RESOLVER_PORT)};
-	int fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1, big = 4 << 20;
-
-	if (fd < 0)
-		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "socket: %s", strerror(errno));
-	/* every 127/8 address, on the loopback device only: nothing from the network reaches it */
-	if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3) < 0 ||
-	    (type == SOCK_DGRAM && setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) < 0) ||
-	    (type == SOCK_STREAM && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)) {
-		int err = errno;
-		close(fd);
-		return custode_refuse(why, err, CUSTODE_REASON_RUN_SETUP_FAILED, "resolver socket options: %s",
-				      strerror(err));
-	}
-	if (type == SOCK_DGRAM)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (type == SOCK_STREAM && listen(fd, 256) < 0)) {
-		int err = errno;
-		close(fd);
-		if (err == EADDRINUSE)
-			return custode_refuse(why, err, CUSTODE_REASON_DAEMON_RUNNING,
-					      "port %d on the loopback device is taken (another custode daemon?)",
-					      CUSTODE_RESOLVER_PORT);
-		return custode_refuse(why, err, CUSTODE_REASON_RUN_SETUP_FAILED, "bind port %d: %s",
-				      CUSTODE_RESOLVER_PORT, strerror(err));
-	}
-	return fd;
-}
-
-static __u64 netns_cookie(int fd)
-{
-	__u64 c = 0;
-	socklen_t l = sizeof(c);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &c, &l) < 0)
-		return 0;
-	return c;
-}
 
 /* The pins, runs and tokens tables (resolver_int.h): growing, from a few slots. */
 static int tables_init(struct custode_resolver *r)
@@ -192,7 +152,9 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 	r->cfg = *cfg;
 	if (hooks)
 		r->hooks = *hooks;
-	r->ep = r->udp = r->tcp = -1;
+	r->ep = r->req_fd = -1;
+	for (int i = 0; i < MAX_NSL; i++)
+		r->nsl[i].udp = r->nsl[i].tcp = -1;
 	r->runs_fd = custode_map_open(CUSTODE_MAP_RUNS);
 	r->pins_fd = custode_map_open(CUSTODE_MAP_PINS);
 	r->priv_fd = custode_map_open(CUSTODE_MAP_NET_PRIVATE);
@@ -201,8 +163,11 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 	r->run_token_fd = custode_map_open(CUSTODE_MAP_DNS_RUN_TOKEN);
 	r->token_run_fd = custode_map_open(CUSTODE_MAP_DNS_TOKEN_RUN);
 	r->counters_fd = custode_map_open(CUSTODE_MAP_DNS_COUNTERS);
+	r->netns_fd = custode_map_open(CUSTODE_MAP_DNS_NETNS);
+	r->seen_fd = custode_map_open(CUSTODE_MAP_DNS_NETNS_SEEN);
+	r->wake_fd = custode_map_open(CUSTODE_MAP_DNS_WAKE);
 	if (r->runs_fd < 0 || r->pins_fd < 0 || r->priv_fd < 0 || r->hosts_fd < 0 || r->cfg_fd < 0 || r->run_token_fd < 0 ||
-	    r->token_run_fd < 0 || r->counters_fd < 0) {
+	    r->token_run_fd < 0 || r->counters_fd < 0 || r->netns_fd < 0 || r->seen_fd < 0 || r->wake_fd < 0) {
 		err = custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_MISMATCH,
 				     "the pinned engine has no resolver maps (an older build still in use by runs; "
 				     "it is replaced once idle)");
@@ -234,16 +199,17 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 		r->ups[i].fd = -1;
 		r->ups[i].query = -1;
 	}
-	if ((r->udp = listener(SOCK_DGRAM, why)) < 0) {
-		err = r->udp;
+	if ((r->nsl[0].udp = resolver_listener(SOCK_DGRAM, why)) < 0) {
+		err = r->nsl[0].udp;
 		goto fail;
 	}
-	if ((r->tcp = listener(SOCK_STREAM, why)) < 0) {
-		err = r->tcp;
+	r->nsl[0].used = true;
+	if ((r->nsl[0].tcp = resolver_listener(SOCK_STREAM, why)) < 0) {
+		err = r->nsl[0].tcp;
 		goto fail;
 	}
 	r->cfg_map_id = map_id(r->cfg_fd);
-	r->netns = netns_cookie(r->udp);
+	r->netns = r->nsl[0].cookie = resolver_netns_cookie(r->nsl[0].udp);
 	if (!r->netns) {
 		err = custode_refuse(why, ENOTSUP, CUSTODE_REASON_RUN_SETUP_FAILED, "SO_NETNS_COOKIE: %s",
 				     strerror(errno));
@@ -255,10 +221,12 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 		goto fail;
 	}
 	ev.events = EPOLLIN;
-	ev.data.u64 = EV_DATA(EV_UDP, 0, 0);
-	epoll_ctl(r->ep, EPOLL_CTL_ADD, r->udp, &ev);
-	ev.data.u64 = EV_DATA(EV_TCP, 0, 0);
-	epoll_ctl(r->ep, EPOLL_CTL_ADD, r->tcp, &ev);
+	ev.data.u64 = EV_DATA(EV_UDP, r->nsl[0].gen, 0);
+	epoll_ctl(r->ep, EPOLL_CTL_ADD, r->nsl[0].udp, &ev);
+	ev.data.u64 = EV_DATA(EV_TCP, r->nsl[0].gen, 0);
+	epoll_ctl(r->ep, EPOLL_CTL_ADD, r->nsl[0].tcp, &ev);
+	if ((err = resolver_nsl_open(r, why)))
+		goto fail;
 	resolver_pins_adopt(r);
 	resolver_gc(r, resolver_now_ms());
 	if ((err = heartbeat(r, true))) {
@@ -299,10 +267,14 @@ int custode_resolver_serve(struct custode_resolver *r, volatile sig_atomic_t *st
 			uint64_t data = evs[i].data.u64;
 			uint32_t kind = (uint32_t)(data >> 48), gen = (uint32_t)(data >> 32) & 0xffff, idx = (uint32_t)data;
 
-			if (kind == EV_UDP)
-				resolver_udp_readable(r);
-			else if (kind == EV_TCP)
-				resolver_tcp_accept(r);
+			if (kind == EV_UDP && idx < MAX_NSL && (r->nsl[idx].gen & 0xffff) == gen)
+				resolver_udp_readable(r, (int)idx);
+			else if (kind == EV_TCP && idx < MAX_NSL && (r->nsl[idx].gen & 0xffff) == gen)
+				resolver_tcp_accept(r, (int)idx);
+			else if (kind == EV_WAKE)
+				resolver_nsl_wake(r);
+			else if (kind == EV_REQ)
+				resolver_nsl_requests(r);
 			else if (kind == EV_CONN && idx < MAX_CONNS && (r->conns[idx].gen & 0xffff) == gen)
 				resolver_conn_event(r, (int)idx, evs[i].events);
 			else if (kind == EV_UP && idx < MAX_QUERIES && (r->q[idx].gen & 0xffff) == gen)
@@ -347,6 +319,7 @@ int custode_resolver_serve(struct custode_resolver *r, volatile sig_atomic_t *st
 		}
 		if (now >= r->next_gc) {
 			resolver_gc(r, now);
+			resolver_nsl_gc(r);
 			r->next_gc = now + GC_MS;
 		}
 	}
@@ -357,8 +330,17 @@ void custode_resolver_close(struct custode_resolver *r)
 {
 	if (!r)
 		return;
-	if (r->cfg_fd >= 0 && r->udp >= 0)
+	if (r->cfg_fd >= 0 && r->nsl[0].used && r->nsl[0].udp >= 0)
 		heartbeat(r, false); /* withdrawn: the hooks deny DNS from now on */
+	if (r->netns_fd >= 0 && r->seen_fd >= 0)
+		resolver_nsl_close_all(r);
+	else
+		for (int i = 0; i < MAX_NSL; i++) {
+			if (r->nsl[i].udp >= 0)
+				close(r->nsl[i].udp);
+			if (r->nsl[i].tcp >= 0)
+				close(r->nsl[i].tcp);
+		}
 	if (r->counters_fd >= 0)
 		resolver_counters_flush(r);
 	custode_table_free(&r->tokens);
@@ -394,8 +376,8 @@ void custode_resolver_close(struct custode_resolver *r)
 		custode_table_free(&r->runs);
 	}
 	{
-		int fds[] = {r->ep, r->udp, r->tcp, r->runs_fd, r->pins_fd, r->priv_fd, r->cfg_fd, r->run_token_fd,
-			     r->token_run_fd, r->counters_fd, r->hosts_fd};
+		int fds[] = {r->ep, r->runs_fd, r->pins_fd, r->priv_fd, r->cfg_fd, r->run_token_fd,
+			     r->token_run_fd, r->counters_fd, r->hosts_fd, r->netns_fd, r->seen_fd, r->wake_fd};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
@@ -428,7 +410,7 @@ int custode_resolver_running(struct custode_refusal *why)
 		return 0;
 	}
 	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	mine = s >= 0 ? netns_cookie(s) : 0;
+	mine = s >= 0 ? resolver_netns_cookie(s) : 0;
 	if (s >= 0)
 		close(s);
 	if (mine != c.netns_cookie) {

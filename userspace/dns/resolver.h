@@ -73,6 +73,15 @@ struct custode_resolver;
  */
 int custode_resolver_open(const struct custode_resolver_config *cfg, const struct custode_resolver_hooks *hooks,
 			  struct custode_resolver **out, struct custode_refusal *why);
+/*
+ * Listen in the network namespace of process pid too, for run run_cgid (an
+ * attached container's): callable from any thread while the resolver serves;
+ * waits for the resolver's answer (at most timeout_ms before it takes the
+ * request). 0, or a refusal (dns.netns_unserved) saying why. The listeners
+ * close by themselves once no run seen in that namespace is registered.
+ */
+int custode_resolver_serve_netns(struct custode_resolver *r, int pid, __u64 run_cgid, int timeout_ms,
+				 struct custode_refusal *why);
 /* Serve until *stop becomes non-zero. 0, or a negative errno on a fatal error. */
 int custode_resolver_serve(struct custode_resolver *r, volatile sig_atomic_t *stop);
 /* Withdraw (DNS is denied from now on), close everything. */

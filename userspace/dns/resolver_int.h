@@ -9,10 +9,12 @@
  *   upstream.c  the upstream servers: UDP socket pool, TCP after truncation
  *   reply.c     building and sending replies
  *   client.c    the listeners and the runs' TCP connections
+ *   netns.c     listeners in the runs' other network namespaces: wake-ups, requests, cleanup
  */
 #ifndef CUSTODE_DNS_RESOLVER_INT_H
 #define CUSTODE_DNS_RESOLVER_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,7 +29,10 @@
 #include "dns/resolver.h"
 #include "dns/vet.h"
 #include "dns/wire.h"
+#include "util/reasons.h"
 #include "util/table.h"
+
+struct ring_buffer;
 
 #define MAX_QUERIES 4096
 #define MAX_CONNS 256
@@ -51,7 +56,7 @@
 /* queries one run may have in flight: a run flooding the resolver can't take every slot */
 #define MAX_RUN_INFLIGHT 512
 
-enum { EV_UDP = 1, EV_TCP = 2, EV_CONN = 3, EV_UP = 4, EV_UPS = 5 };
+enum { EV_UDP = 1, EV_TCP = 2, EV_CONN = 3, EV_UP = 4, EV_UPS = 5, EV_WAKE = 6, EV_REQ = 7 };
 /* kind, a generation (a freed and reused slot ignores events meant for its last user), index */
 #define EV_DATA(kind, gen, idx) ((uint64_t)(kind) << 48 | (uint64_t)((gen)&0xffff) << 32 | (uint32_t)(idx))
 
@@ -98,10 +103,39 @@ struct run {
 	unsigned inflight; /* its queries holding a slot */
 };
 
+/*
+ * A pair of listeners (UDP, TCP) in one network namespace; slot 0 is the
+ * resolver's own namespace, never closed. The others serve the runs seen
+ * there (runs[]); once none of those is registered, they are closed and the
+ * namespace's custode_dns_netns entry deleted (netns.c).
+ */
+#define MAX_NSL 256
+#define NSL_RUNS 32
+struct nsl {
+	bool used;
+	unsigned gen;
+	__u64 cookie;
+	int udp, tcp;
+	__u64 runs[NSL_RUNS];
+	size_t n_runs;
+};
+
+/* A request to listen in a process's namespace, from another thread (custode_resolver_serve_netns). */
+#define MAX_NSREQ 16
+struct nsreq {
+	int pid;
+	__u64 run_cgid;
+	bool done;
+	int err;
+	struct custode_refusal why;
+};
+
 struct conn {
 	bool used;
 	int fd;
 	unsigned gen;
+	int nsl;     /* the listener that accepted it */
+	__u64 netns; /* its namespace's cookie */
 	struct in_addr local;
 	uint8_t *rbuf; /* 2 + 65535 */
 	size_t rlen;
@@ -114,6 +148,9 @@ struct conn {
 
 struct client {
 	int proto; /* IPPROTO_UDP or IPPROTO_TCP */
+	int nsl;           /* the listener it came through (UDP replies leave by it) */
+	unsigned nsl_gen;
+	__u64 netns;       /* the client's network namespace (cookie) */
 	struct sockaddr_in addr;
 	struct in_addr local;
 	int conn;
@@ -157,7 +194,17 @@ struct upsock {
 struct custode_resolver {
 	struct custode_resolver_config cfg;
 	struct custode_resolver_hooks hooks;
-	int ep, udp, tcp;
+	int ep;
+	struct nsl nsl[MAX_NSL]; /* [0]: the resolver's own namespace */
+	int netns_fd, seen_fd, wake_fd; /* custode_dns_netns, custode_dns_netns_seen, custode_dns_wake */
+	struct ring_buffer *wake_rb;
+	__u32 gen;               /* custode_dns_cfg.gen */
+	int req_fd;              /* eventfd: requests queued */
+	pthread_mutex_t req_lock;
+	pthread_cond_t req_cond;
+	bool req_init;
+	struct nsreq *reqs[MAX_NSREQ];
+	size_t n_reqs;
 	int runs_fd, pins_fd, priv_fd, cfg_fd, run_token_fd, token_run_fd, counters_fd, hosts_fd;
 	__u64 netns;
 	__u32 cfg_map_id; /* the pinned custode_dns_cfg we publish in; another one: the engine was replaced */
@@ -250,9 +297,19 @@ void resolver_up_event(struct custode_resolver *r, struct query *q, uint32_t eve
 void resolver_ups_event(struct custode_resolver *r, int idx, uint32_t events);
 
 /* client.c: the listeners and the runs' TCP connections */
-void resolver_udp_readable(struct custode_resolver *r);
-void resolver_tcp_accept(struct custode_resolver *r);
+int resolver_listener(int type, struct custode_refusal *why);
+void resolver_udp_readable(struct custode_resolver *r, int nsl);
+void resolver_tcp_accept(struct custode_resolver *r, int nsl);
 void resolver_conn_close(struct custode_resolver *r, int idx);
 void resolver_conn_event(struct custode_resolver *r, int idx, uint32_t events);
+
+/* netns.c: listeners in other network namespaces */
+int resolver_nsl_open(struct custode_resolver *r, struct custode_refusal *why);
+void resolver_nsl_close_all(struct custode_resolver *r);
+void resolver_nsl_saw_run(struct custode_resolver *r, int nsl, __u64 cgid);
+void resolver_nsl_wake(struct custode_resolver *r);
+void resolver_nsl_requests(struct custode_resolver *r);
+void resolver_nsl_gc(struct custode_resolver *r);
+__u64 resolver_netns_cookie(int fd);
 
 #endif

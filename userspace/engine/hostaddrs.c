@@ -314,9 +314,9 @@ int custode_hostaddrs_watch_pid(int pid, struct custode_refusal *why)
 		if (home >= 0 && same_ns(ns_fd, home)) {
 			/*
 			 * Our own namespace (a systemd unit's, a host-network
-			 * container's): no setns, which the daemon's unit forbids
-			 * (RestrictNamespaces=yes: seccomp refuses setns even into
-			 * the namespace it is in), and none is needed.
+			 * container's): no setns, which none is needed for (the
+			 * daemon's unit allows network namespaces only,
+			 * RestrictNamespaces=net, for the resolver).
 			 */
 			close(ns_fd);
 			ns_fd = -1;

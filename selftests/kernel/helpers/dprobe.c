@@ -19,6 +19,7 @@
  *   dprobe raw SERVER PORT udp|tcp HEX   send raw bytes: "rcode NAME" of the reply,
  *                                        "noreply", or "short N"
  *   dprobe connect ADDR PORT [tcp|udp]   "ok" or the errno name
+ *   dprobe bind PORT udp|tcp             bind 0.0.0.0:PORT: "ok" or the errno name
  *   dprobe hold OP ARGS...               do OP, print "held PID", wait for stdin to close
  * TYPE: A, AAAA, HTTPS, MX, TXT, ANY or a number.
  */
@@ -51,6 +52,7 @@ static const char *errname(int e)
 	case EINVAL: return "EINVAL";
 	case EAFNOSUPPORT: return "EAFNOSUPPORT";
 	case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
+	case EADDRINUSE: return "EADDRINUSE";
 	default: return "E?";
 	}
 }
@@ -490,6 +492,18 @@ static int run_op(int argc, char **argv)
 		if (sockaddr_of(argv[2], atoi(argv[3]), false, &ss, &sl) < 0)
 			return 2;
 		e = do_connect(&ss, sl, argc >= 5 && !strcmp(argv[4], "udp") ? SOCK_DGRAM : SOCK_STREAM);
+		printf("%s\n", e ? errname(e) : "ok");
+		return e != 0;
+	}
+	if (!strcmp(op, "bind") && argc >= 4) {
+		/* bind 0.0.0.0:PORT (the resolver's port on loopback, say): "ok" or the errno name */
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2]))};
+		int fd = socket(AF_INET, !strcmp(argv[3], "tcp") ? SOCK_STREAM : SOCK_DGRAM, 0), e = 0;
+
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			e = errno;
+		if (fd >= 0)
+			close(fd);
 		printf("%s\n", e ? errname(e) : "ok");
 		return e != 0;
 	}
