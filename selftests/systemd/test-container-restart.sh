@@ -98,7 +98,7 @@ podman rm -f -i custode-r custode-n custode-m >/dev/null 2>&1
 
 self_move() {
 	rmdir "$pod/self-moved" 2>/dev/null
-	systemd-run --quiet --wait --pipe --slice "$slice" --unit custode-pod-mover sh -c '
+	systemd-run --quiet --wait --pipe --collect --slice "$slice" --unit custode-pod-mover sh -c '
 		mkdir -p /sys/fs/cgroup/'"$slice"'/self-moved 2>/dev/null
 		echo $$ > /sys/fs/cgroup/'"$slice"'/self-moved/cgroup.procs 2>/dev/null || echo "move: refused"
 		exec cat /etc/ssh/sshd_config' >/tmp/mover.out 2>&1
