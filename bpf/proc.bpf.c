@@ -1097,22 +1097,36 @@ CUSTODE_TRACED_EXIT(cgroup_attach_task, custode_proc_attach_exit, struct cgroup 
  * the child is born a newcomer. The tracepoint fires in copy_process after
  * cgroup_post_fork (the child is in its cgroup) and before the child first
  * runs. A thread (CLONE_THREAD) joins its leader's standing instead; from
- * inside a run the flag is refused by task_alloc above.
+ * inside a run the flag is refused by task_alloc above. A newcomer's own
+ * fork children inherit its window (below).
  */
 #define CUSTODE_CLONE_THREAD 0x00010000ULL
 
 CUSTODE_TRACED("tp_btf/task_newtask", custode_proc_newtask, struct task_struct *task, __u64 clone_flags)
 {
+	struct task_struct *me = bpf_get_current_task_btf();
+	struct custode_newcomer *parent;
 	__u64 run_cgid;
 
-	if (!(clone_flags & CUSTODE_CLONE_INTO_CGROUP) || (clone_flags & CUSTODE_CLONE_THREAD))
-		return 0;
-	if (!current_in_no_run())
+	if (clone_flags & CUSTODE_CLONE_THREAD)
 		return 0;
 	run_cgid = attached_run_of(task->cgroups->dfl_cgrp);
 	if (!run_cgid)
 		return 0;
-	newcomer_mark(task, run_cgid, task->cgroups->dfl_cgrp->kn->id);
+	if (clone_flags & CUSTODE_CLONE_INTO_CGROUP) {
+		if (current_in_no_run())
+			newcomer_mark(task, run_cgid, task->cgroups->dfl_cgrp->kn->id);
+		return 0;
+	}
+	/*
+	 * A newcomer's fork child, before either has exec'd, runs the runtime's
+	 * code too (runc's nsexec stages, crun exec's fork after joining the
+	 * container's pid namespace): it inherits the window, into the same run
+	 * only, and loses it at its own exec. A resident's child never has one.
+	 */
+	parent = bpf_task_storage_get(&custode_newcomers, me->group_leader, NULL, 0);
+	if (parent && parent->run_cgid == run_cgid)
+		newcomer_mark(task, run_cgid, parent->cgid);
 	return 0;
 }
 

@@ -13,8 +13,9 @@
  *
  * The mark is set only by bpf/proc.bpf.c (fentry/fexit cgroup_attach_task,
  * tp_btf/task_newtask) and lives in task storage on the thread-group leader,
- * so a threadgroup move covers every thread and a fork child starts without
- * one. Nothing inside a run can make one: the mover must be in no run and
+ * so a threadgroup move covers every thread. A newcomer's fork child (still
+ * the runtime's code: runc's nsexec stages, crun exec after setns into a pid
+ * namespace) inherits it until its own exec; a resident's child never has one. Nothing inside a run can make one: the mover must be in no run and
  * the moved process in no run either.
  *
  * Objects whose hooks treat newcomers as outside the run define

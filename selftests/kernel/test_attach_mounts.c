@@ -122,17 +122,17 @@ static const char *pod_child(struct pod *p, const char *name)
  * denies and another process's /proc entry, then execs the entrypoint
  * (eprobe again), which tries an open, the /proc entry and a mount.
  */
-static int runtime(struct pod *p, const char *place, const char *ctr, bool threaded, struct ktest_result *r)
+static int runtime(struct pod *p, const char *place, const char *ctr, const char *then, struct ktest_result *r)
 {
 	char t[400], x[420], rr[400], r2[400];
 	char *eprobe = (char *)ktest_helper("eprobe");
 	char *argv[80];
 	int n = 0;
 
-	snprintf(t, sizeof(t), "%s/rt-%s-%d-t", p->f.d.root, place, threaded);
+	snprintf(t, sizeof(t), "%s/rt-%s-%s-t", p->f.d.root, place, then ? then : "-");
 	snprintf(x, sizeof(x), "%s/x", t);
-	snprintf(rr, sizeof(rr), "%s/rt-%s-%d-r", p->f.d.root, place, threaded);
-	snprintf(r2, sizeof(r2), "%s/rt-%s-%d-r2", p->f.d.root, place, threaded);
+	snprintf(rr, sizeof(rr), "%s/rt-%s-%s-r", p->f.d.root, place, then ? then : "-");
+	snprintf(r2, sizeof(r2), "%s/rt-%s-%s-r2", p->f.d.root, place, then ? then : "-");
 	if (!ASSERT_TRUE((mkdir(t, 0755) == 0 || errno == EEXIST) && (mkdir(rr, 0755) == 0 || errno == EEXIST) &&
 			 (mkdir(r2, 0755) == 0 || errno == EEXIST),
 			 "the runtime's directories"))
@@ -144,9 +144,13 @@ static int runtime(struct pod *p, const char *place, const char *ctr, bool threa
 			argv[n++] = a_[i_];                                 \
 	} while (0)
 	A(eprobe, (char *)place, (char *)ctr, "+");
-	/* a runtime that sets up from a thread other than its leader (Go's, on a locked OS thread) */
-	if (threaded)
-		A("in-thread", "+");
+	/*
+	 * then: "in-thread", a runtime that sets up from a thread other than its
+	 * leader (Go's, on a locked OS thread); "fork", one that forks again
+	 * after the placement and sets up in the child (runc's nsexec stages)
+	 */
+	if (then)
+		A((char *)then, "+");
 	A("unshare-mnt", "+", "make-private", "+", "mount-tmpfs", t, "+", "mkdir", x, "+", "mount-bind", p->f.d.ws, x,
 	  "+", "mount-rbind", "/", rr, "+", "chroot", rr, "+", "mount-rbind", "/", r2, "+", "pivot-here", r2, "+",
 	  "open", p->f.d.outside, "r", "+", "open", "/proc/1/environ", "r", "+");
@@ -172,35 +176,40 @@ KTEST(attach_mounts_runtime_sets_up_entrypoint_confined)
 		goto out;
 
 	/* controls: before attach, the runtime and the entrypoint do all of it, both placements */
-	runtime(&p, "fork-into", pod_child(&p, "ctr-0"), false, &r);
+	runtime(&p, "fork-into", pod_child(&p, "ctr-0"), NULL, &r);
 	ASSERT_EQ(r.code, 0, "before attach (cgroup.procs): exit");
 	ASSERT_STREQ(r.out, SETUP_OK "ok\nok\nok\nok\n", "before attach (cgroup.procs): set-up and entrypoint");
-	runtime(&p, "clone3-into", pod_child(&p, "ctr-1"), false, &r);
+	runtime(&p, "clone3-into", pod_child(&p, "ctr-1"), NULL, &r);
 	ASSERT_EQ(r.code, 0, "before attach (clone3): exit");
 	ASSERT_STREQ(r.out, SETUP_OK "ok\nok\nok\nok\n", "before attach (clone3): set-up and entrypoint");
 
 	if (!pod_attach(&p))
 		goto out;
 	/* a container (re)started below the attached pod: its set-up works, its entrypoint is confined */
-	runtime(&p, "fork-into", pod_child(&p, "ctr-2"), false, &r);
+	runtime(&p, "fork-into", pod_child(&p, "ctr-2"), NULL, &r);
 	ASSERT_EQ(r.code, 1, "attached (cgroup.procs): the entrypoint failed a step");
 	ASSERT_STREQ(r.out, SETUP_OK "ok\nEACCES\nEACCES\nEPERM\n",
 		     "attached (cgroup.procs): set-up done, entrypoint denied the file, /proc and the mount");
-	runtime(&p, "clone3-into", pod_child(&p, "ctr-3"), false, &r);
+	runtime(&p, "clone3-into", pod_child(&p, "ctr-3"), NULL, &r);
 	ASSERT_EQ(r.code, 1, "attached (clone3): the entrypoint failed a step");
 	ASSERT_STREQ(r.out, SETUP_OK "ok\nEACCES\nEACCES\nEPERM\n",
 		     "attached (clone3): set-up done, entrypoint denied the file, /proc and the mount");
 	/* the whole thread group is the newcomer: a second thread sets up, and execs the entrypoint */
-	runtime(&p, "fork-into", pod_child(&p, "ctr-4"), true, &r);
+	runtime(&p, "fork-into", pod_child(&p, "ctr-4"), "in-thread", &r);
 	ASSERT_EQ(r.code, 1, "attached (set-up in a second thread): the entrypoint failed a step");
 	ASSERT_STREQ(r.out, SETUP_OK "ok\nEACCES\nEACCES\nEPERM\n",
 		     "attached (set-up in a second thread): set-up done, entrypoint confined");
+	/* a runtime that forks again after the placement: the newcomer's child inherits the window */
+	runtime(&p, "fork-into", pod_child(&p, "ctr-5"), "fork", &r);
+	ASSERT_EQ(r.code, 1, "attached (set-up in a fork child of the newcomer): the entrypoint failed a step");
+	ASSERT_STREQ(r.out, SETUP_OK "ok\nEACCES\nEACCES\nEPERM\n",
+		     "attached (set-up in a fork child of the newcomer): set-up done, entrypoint confined");
 
 	/* the set-up was never the run's: exactly the entrypoints' mounts are counted */
 	run = df_run(p.rid);
 	if (ASSERT_TRUE(run != NULL, "the pod's run")) {
-		ASSERT_EQ(df_denials(run, "file.mount.denied"), 3, "mount denials: the three entrypoints'");
-		ASSERT_EQ(df_denials(run, "file.read.denied"), 3, "read denials: the three entrypoints' opens");
+		ASSERT_EQ(df_denials(run, "file.mount.denied"), 4, "mount denials: the four entrypoints'");
+		ASSERT_EQ(df_denials(run, "file.read.denied"), 4, "read denials: the four entrypoints' opens");
 	}
 	json_decref(run);
 out:

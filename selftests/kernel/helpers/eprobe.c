@@ -18,6 +18,9 @@
  *                             child's pid into CGROUP/cgroup.procs, lets it go on with the
  *                             remaining steps, waits for it and exits with its status
  *   clone3-into CGROUP        the same with clone3(CLONE_INTO_CGROUP): the child is born there
+ *   fork                      fork; the child goes on with the remaining steps, the parent waits
+ *                             and exits with its status (runc's nsexec stages, crun exec's fork
+ *                             after entering a pid namespace)
  *   move-self CGROUP          write our own pid into CGROUP/cgroup.procs
  *   keep-going                from here on a failing step doesn't stop the sequence (exit 1 at the end)
  *   in-thread                 the remaining steps run in a second thread (the main thread waits for
@@ -348,6 +351,19 @@ static int do_fork_into(const char *cg)
 	return 1;
 }
 
+/* fork: the child goes on with the remaining steps, the parent waits and exits with its status */
+static int do_fork(void)
+{
+	int pid = fork();
+
+	if (pid < 0)
+		return fail();
+	if (pid == 0)
+		return 0;
+	parent_waits(pid);
+	return 1;
+}
+
 static int do_clone3_into(const char *cg)
 {
 	struct e_clone_args a = {0};
@@ -597,6 +613,10 @@ static int step(int argc, char **argv, int *used)
 	if (!strcmp(s, "fork-into")) {
 		NEED(1);
 		return do_fork_into(argv[1]);
+	}
+	if (!strcmp(s, "fork")) {
+		NEED(0);
+		return do_fork();
 	}
 	if (!strcmp(s, "clone3-into")) {
 		NEED(1);
