@@ -29,61 +29,22 @@
 # container, a name without podman, usage errors.
 # Output: TAP. Exit 0 all passed, 1 a check failed, 77 not in the systemd guest.
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname -- "${BASH_SOURCE[0]}")/podman.sh"
 
 # ------------------------------------------------- the package, the daemon
 install_and_start
 check "podman is installed (tools/vmrun's systemd root)" command -v podman
 podman --version | diag
 
-# ----------------------------------------------------------- the image
+# ------------------------------------------------ the image, the network
 img=localhost/custode-busybox:test
-t1=$(date +%s.%N)
-d=$(mktemp -d)
-mkdir -p "$d/bin" "$d/etc" "$d/tmp" "$d/proc" "$d/sys" "$d/dev" "$d/run"
-cp /bin/busybox "$d/bin/busybox"
-for a in sh cat echo printf sleep nc true; do ln -s busybox "$d/bin/$a"; done
-if tar -C "$d" -c . | podman import --quiet - "$img" >/tmp/import.out 2>&1; then
-	ok "podman import of a busybox-static tarball (no registry)"
-else
-	not_ok "podman import of a busybox-static tarball (no registry)"
-	diag </tmp/import.out
-fi
-rm -rf -- "$d"
-echo "# image imported in $(elapsed "$t1") s"
-
-# ------------------------------------------- the network and the listener
+podman_image "$img"
 ns=custode-ctr
-ip netns del "$ns" 2>/dev/null
-ip netns add "$ns" &&
-	ip link add ctr-host type veth peer name ctr-guest netns "$ns" &&
-	ip addr add 192.0.2.1/24 dev ctr-host && ip link set ctr-host up &&
-	ip -n "$ns" addr add 192.0.2.2/24 dev ctr-guest && ip -n "$ns" link set ctr-guest up &&
-	ip -n "$ns" link set lo up
-check "a network namespace for the containers, veth 192.0.2.2 -> 192.0.2.1" ip -n "$ns" addr show ctr-guest
-mkdir -p /srv/custode-www && echo hello >/srv/custode-www/ok
-systemctl stop custode-www 2>/dev/null
-check "the host's listener: busybox httpd on 192.0.2.1:8080" \
-	systemd-run --quiet --unit custode-www busybox httpd -f -p 192.0.2.1:8080 -h /srv/custode-www
-# (busybox-static's wget crashes in Debian 12: nc speaks HTTP/1.0 instead)
-fetch_ok() { printf 'GET /ok HTTP/1.0\r\n\r\n' | busybox nc -w 2 192.0.2.1 8080 2>/dev/null | grep -q '^hello'; }
-check "the listener answers on the host" wait_for 30 fetch_ok
+podman_net "$ns"
 
 # ------------------------------------------------------- the containers
-# the entrypoint: secret, control, egress; one line per round
-loop='i=0
-while :; do
-	i=$((i + 1))
-	if cat /etc/ssh/sshd_config >/dev/null 2>&1; then s=read; else s=denied; fi
-	if cat /etc/hostname >/dev/null 2>&1; then c=read; else c=denied; fi
-	case "$(printf "GET /ok HTTP/1.0\r\n\r\n" | nc -w 2 192.0.2.1 8080 2>/dev/null)" in
-	*hello*) e=ok ;;
-	*) e=denied ;;
-	esac
-	echo "i=$i secret=$s control=$c egress=$e"
-	sleep 0.2
-done'
 start_ctr() { # start_ctr NAME: podman run -d, its id printed
-	podman run -d --name "$1" --network "ns:/run/netns/$ns" -v /etc/ssh:/etc/ssh:ro "$img" /bin/sh -c "$loop" \
+	podman run -d --name "$1" --network "ns:/run/netns/$ns" -v /etc/ssh:/etc/ssh:ro "$img" /bin/sh -c "$attack_loop" \
 		2>/tmp/run-"$1".err
 }
 podman rm -f -i custode-a custode-b custode-stopped >/dev/null 2>&1
@@ -232,8 +193,7 @@ t1=$(date +%s.%N)
 check "podman rm -f the containers" podman rm -f -t 0 custode-a custode-b
 echo "# removed in $(elapsed "$t1") s"
 check "no run is left" wait_for 10 test "$(custode runs | awk 'NR > 1' | wc -l)" = 0
-systemctl stop custode-www
-ip netns del "$ns"
+podman_net_end "$ns"
 podman rmi -f "$img" >/dev/null 2>&1
 journalctl -b -u custode --no-pager -o cat | grep -e "${id_a:0:12}" -e "$run_a" | tail -n 10 | diag
 check "systemctl stop custode at the end" systemctl stop custode

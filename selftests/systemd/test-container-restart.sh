@@ -31,40 +31,16 @@
 #   (e) detached: a restart comes back unconfined (first round reads).
 # Output: TAP. Exit 0 all passed, 1 a check failed, 77 not in the systemd guest.
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname -- "${BASH_SOURCE[0]}")/podman.sh"
 
 install_and_start
 check "podman is installed (tools/vmrun's systemd root)" command -v podman
 
-# ----------------------------------------------------------- the image
+# ------------------------------------------------ the image, the network
 img=localhost/custode-busybox:restart
-d=$(mktemp -d)
-mkdir -p "$d/bin" "$d/etc" "$d/tmp" "$d/proc" "$d/sys" "$d/dev" "$d/run"
-cp /bin/busybox "$d/bin/busybox"
-for a in sh cat echo printf sleep nc true; do ln -s busybox "$d/bin/$a"; done
-if tar -C "$d" -c . | podman import --quiet - "$img" >/tmp/import.out 2>&1; then
-	ok "podman import of a busybox-static tarball (no registry)"
-else
-	not_ok "podman import of a busybox-static tarball (no registry)"
-	diag </tmp/import.out
-fi
-rm -rf -- "$d"
-
-# ------------------------------------------- the network and the listener
+podman_image "$img"
 ns=custode-rst
-ip netns del "$ns" 2>/dev/null
-ip link del rst-host 2>/dev/null
-ip netns add "$ns" &&
-	ip link add rst-host type veth peer name rst-guest netns "$ns" &&
-	ip addr add 192.0.2.1/24 dev rst-host && ip link set rst-host up &&
-	ip -n "$ns" addr add 192.0.2.2/24 dev rst-guest && ip -n "$ns" link set rst-guest up &&
-	ip -n "$ns" link set lo up
-check "a network namespace for the containers, veth 192.0.2.2 -> 192.0.2.1" ip -n "$ns" addr show rst-guest
-mkdir -p /srv/custode-www && echo hello >/srv/custode-www/ok
-systemctl stop custode-www 2>/dev/null
-check "the host's listener: busybox httpd on 192.0.2.1:8080" \
-	systemd-run --quiet --unit custode-www busybox httpd -f -p 192.0.2.1:8080 -h /srv/custode-www
-fetch_ok() { printf 'GET /ok HTTP/1.0\r\n\r\n' | busybox nc -w 2 192.0.2.1 8080 2>/dev/null | grep -q '^hello'; }
-check "the listener answers on the host" wait_for 30 fetch_ok
+podman_net "$ns"
 
 # ------------------------------------------------------------ the pod slice
 slice=custodepod.slice
@@ -73,23 +49,9 @@ check "a holder keeps $slice" systemd-run --quiet --unit custode-pod-holder --sl
 pod=/sys/fs/cgroup/$slice
 check "the slice's cgroup is $pod" wait_for 30 test -d "$pod"
 
-# The entrypoint: "boot" once per start (the counter restarts), then rounds.
-loop='echo boot
-i=0
-while :; do
-	i=$((i + 1))
-	if cat /etc/ssh/sshd_config >/dev/null 2>&1; then s=read; else s=denied; fi
-	if cat /etc/hostname >/dev/null 2>&1; then c=read; else c=denied; fi
-	case "$(printf "GET /ok HTTP/1.0\r\n\r\n" | nc -w 2 192.0.2.1 8080 2>/dev/null)" in
-	*hello*) e=ok ;;
-	*) e=denied ;;
-	esac
-	echo "i=$i secret=$s control=$c egress=$e"
-	sleep 0.2
-done'
 start_ctr() { # start_ctr NAME: podman run -d below the slice, its id printed
 	timeout 300 podman run -d --name "$1" --cgroups=no-conmon --cgroup-parent="$slice" \
-		--network "ns:/run/netns/$ns" -v /etc/ssh:/etc/ssh:ro "$img" /bin/sh -c "$loop" 2>/tmp/run-"$1".err
+		--network "ns:/run/netns/$ns" -v /etc/ssh:/etc/ssh:ro "$img" /bin/sh -c "$attack_loop" 2>/tmp/run-"$1".err
 }
 # the first round of the container's start number $2 (1 = the first start)
 first_round() { podman logs "$1" 2>/dev/null | awk -v b="$2" '/^boot$/ { n++ } n == b && /^i=1 / { print; exit }'; }
@@ -185,10 +147,9 @@ check "(e) detached: its first round reads the secret and reaches the listener" 
 
 # ----------------------------------------------------------------- end
 check "podman rm -f the containers" podman rm -f -t 0 custode-r custode-n
-systemctl stop custode-pod-holder custode-www 2>/dev/null
+systemctl stop custode-pod-holder 2>/dev/null
 rmdir "$pod/self-moved" 2>/dev/null
-ip netns del "$ns"
-ip link del rst-host 2>/dev/null
+podman_net_end "$ns"
 podman rmi -f "$img" >/dev/null 2>&1
 check "no run is left" wait_for 10 test "$(custode runs | awk 'NR > 1' | wc -l)" = 0
 check "systemctl stop custode at the end" systemctl stop custode
