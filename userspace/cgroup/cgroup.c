@@ -153,31 +153,32 @@ static bool pid_listed(const char *procs, pid_t pid)
 	return found;
 }
 
+/* Does this process's cgroup, as /proc/self/cgroup and mount say, list it? */
+static bool own_view_holds(const char *mount)
+{
+	char own[PATH_MAX], procs[PATH_MAX + 16];
+
+	if (custode_cgroup_of_pid(mount, 0, own, sizeof(own)) < 0)
+		return false;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", own);
+	return pid_listed(procs, getpid());
+}
+
 int custode_cgroupns_host(const char *mount)
 {
-	struct stat self, init;
-	char own[PATH_MAX], procs[PATH_MAX];
 	int fd, err = 0;
 
-	if (stat("/proc/self/ns/cgroup", &self) < 0)
-		return errno == ENOENT ? 0 : -errno; /* a kernel without cgroup namespaces: one view */
-	if (stat("/proc/1/ns/cgroup", &init) < 0)
+	if (own_view_holds(mount))
+		return 0;
+	/* a cgroup namespace whose root is not the mount's (a container's own, the host's cgroup2 bind-mounted) */
+	if ((fd = open("/proc/1/ns/cgroup", O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	if (self.st_ino != init.st_ino || self.st_dev != init.st_dev) {
-		if ((fd = open("/proc/1/ns/cgroup", O_RDONLY | O_CLOEXEC)) < 0)
-			return -errno;
-		if (setns(fd, CLONE_NEWCGROUP) < 0)
-			err = -errno;
-		close(fd);
-		if (err)
-			return err;
-	}
-	if ((err = custode_cgroup_of_pid(mount, 0, own, sizeof(own))) < 0)
+	if (setns(fd, CLONE_NEWCGROUP) < 0)
+		err = -errno;
+	close(fd);
+	if (err)
 		return err;
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", mount);
-	if (!strcmp(own, mount) && !pid_listed(procs, getpid()))
-		return -ENXIO;
-	return 0;
+	return own_view_holds(mount) ? 0 : -ENXIO;
 }
 
 int custode_cgroup_id(const char *path, __u64 *id)

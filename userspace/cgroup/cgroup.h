@@ -31,15 +31,15 @@ int custode_cgroup_level(const char *mount, const char *path);
 int custode_cgroup_of_pid(const char *mount, int pid, char *out, size_t outlen);
 
 /*
- * Make this process see cgroup paths as the host does. /proc/PID/cgroup is
- * relative to the reader's cgroup namespace: a daemon in a container's own
- * namespace would read every path wrong, its own as "/", and could attach the
- * cgroup that holds it. When this process's cgroup namespace is not PID 1's,
- * enter PID 1's (a DaemonSet with hostPID: the host's init). 0 when this
- * process now shares PID 1's and that one is not private either; -errno of
- * setns when it can't enter it; -ENXIO when PID 1's is itself private (no
- * hostPID: this process's cgroup reads "/" while it is not in the root
- * cgroup's cgroup.procs).
+ * Make this process see cgroup paths as the cgroup v2 mount shows them.
+ * /proc/PID/cgroup is relative to the reader's cgroup namespace: a daemon in
+ * a container's own namespace with the host's cgroup2 mounted would read
+ * every path wrong, its own as "/", and could attach the cgroup that holds
+ * it. The view holds when the cgroup it computes for itself (mount + its
+ * /proc/self/cgroup path) lists its pid; when not, it enters PID 1's cgroup
+ * namespace (a DaemonSet with hostPID: the host's) and checks again. 0 when
+ * the view holds; -errno of setns when it can't enter; -ENXIO when it still
+ * doesn't hold (no hostPID: PID 1 shares the private namespace).
  */
 int custode_cgroupns_host(const char *mount);
 

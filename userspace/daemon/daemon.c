@@ -484,9 +484,9 @@ static int daemon_host_cgroupns(struct custode_refusal *why)
 	err = custode_cgroupns_host(mount);
 	if (err == -ENXIO)
 		return custode_refuse(why, ENXIO, CUSTODE_REASON_DAEMON_CGROUPNS,
-				      "this process's cgroup reads as the root while it is not in the root cgroup, and PID 1 "
-				      "shares its cgroup namespace: run the daemon in the host's PID namespace (hostPID) "
-				      "or the host's cgroup namespace");
+				      "the cgroup this process reads as its own does not list it, in PID 1's cgroup "
+				      "namespace either: run the daemon in the host's PID namespace (hostPID) or the "
+				      "host's cgroup namespace");
 	if (err < 0)
 		return custode_refuse(why, -err, CUSTODE_REASON_DAEMON_CGROUPNS,
 				      "entering PID 1's cgroup namespace: %s (the daemon needs CAP_SYS_ADMIN for it, "
