@@ -335,5 +335,40 @@ else
 	echo "test-bundle-cli: --receipt and limits run cases skipped (need root and a pinned engine)"
 fi
 
+# ---- libcrypto is opened on first use (bundle/crypto.h), not at every start ----
+loaded() { # loaded ARGS...: did the loader open libcrypto for `custode ARGS`?
+	set +e
+	LD_DEBUG=files "$custode" "$@" >/dev/null 2>ld.txt
+	set -e
+	grep -q 'file=[^ ]*libcrypto\.so' ld.txt
+}
+if loaded --version; then bad "custode --version loaded libcrypto"; else ok; fi
+if loaded profiles show read; then bad "profiles show loaded libcrypto"; else ok; fi
+if loaded bundle verify --trust ed.pub --no-state read.dsse.json; then ok; else bad "bundle verify did not load libcrypto"; fi
+if [ "$(id -u)" = 0 ] && [ -d /sys/fs/bpf/custode ]; then
+	if loaded run --profile net-only -- true; then bad "run --profile loaded libcrypto"; else ok; fi
+fi
+# a libcrypto.so.3 without OpenSSL's functions first in the search path: keys refused, named, nothing written
+if command -v cc >/dev/null; then
+	mkdir fakelib
+	echo 'int custode_not_openssl;' >fakelib/fake.c
+	cc -shared -fPIC -Wl,-soname,libcrypto.so.3 -o fakelib/libcrypto.so.3 fakelib/fake.c
+	set +e
+	LD_LIBRARY_PATH=$work/fakelib "$custode" bundle keygen --out nolib >out 2>err
+	code=$?
+	set -e
+	check "keygen without libcrypto's functions: exit 1 ($code)" [ "$code" = 1 ]
+	check "... refused as bundle.key, naming what is missing" grep -q 'refused: bundle.key: .*libcrypto.so.3 has no' err
+	check "... no key file written" [ ! -e nolib ] && [ ! -e nolib.pub ]
+	set +e
+	LD_LIBRARY_PATH=$work/fakelib "$custode" bundle verify --trust ed.pub --no-state read.dsse.json >out 2>err
+	code=$?
+	set -e
+	check "verify without libcrypto's functions: exit 1 ($code)" [ "$code" = 1 ]
+	check "... refused as bundle.key" grep -q 'refused: bundle.key: .*OpenSSL is needed for keys' err
+else
+	echo "test-bundle-cli: the missing-libcrypto cases skipped (no cc)"
+fi
+
 echo "test-bundle-cli: $pass passed, $fail failed"
 [ $fail = 0 ]

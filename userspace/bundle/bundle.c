@@ -8,8 +8,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 
+#include "bundle/crypto.h"
 #include "bundle/bundle.h"
 #include "bundle/dsse.h"
 #include "bundle/jcs.h"

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <openssl/evp.h>
 
+#include "bundle/crypto.h"
 #include "bundle/jcs.h"
 
 struct sbuf {
@@ -406,7 +406,8 @@ int custode_jcs_sha256(const json_t *v, char digest[72], char *err, size_t errle
 	if (!EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32) {
 		free(text);
 		if (err && errlen)
-			snprintf(err, errlen, "sha256 failed");
+			snprintf(err, errlen, "sha256 failed%s%s", *custode_crypto_error() ? ": " : "",
+				 custode_crypto_error());
 		return -EIO;
 	}
 	free(text);

@@ -7,12 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 
+#include "bundle/crypto.h"
 #include "bundle/keys.h"
 #include "bundle/sign.h"
 #include "util/fsutil.h"
@@ -37,6 +33,8 @@ static const char *ssl_error(void)
 	static __thread char buf[160];
 	unsigned long e = ERR_peek_last_error();
 
+	if (!custode_crypto_open())
+		return custode_crypto_error();
 	if (!e)
 		snprintf(buf, sizeof(buf), "unknown OpenSSL error");
 	else
@@ -135,6 +133,9 @@ static int key_from_pem(const void *pem, size_t len, const char *label, bool pri
 		return KEYERR(why, EINVAL, "%s: is a public key; signing needs the private key", label);
 	if (private && strncmp(first, "ENCRYPTED PRIVATE KEY-----", 26) == 0)
 		return KEYERR(why, EINVAL, "%s: encrypted private keys are not supported; use --signer-cmd", label);
+	if (!custode_crypto_open())
+		return KEYERR(why, ELIBACC, "%s: OpenSSL is needed for keys and cannot be opened: %s", label,
+			      custode_crypto_error());
 	bio = BIO_new_mem_buf(pem, (int)len);
 	if (!bio)
 		return KEYERR(why, ENOMEM, "%s: out of memory", label);
@@ -442,9 +443,9 @@ int custode_bundle_keygen(const char *path, enum custode_key_alg alg, char key_i
 			return KEYERR(why, errno, "%s: %s", p, strerror(errno));
 	}
 	if (alg == CUSTODE_KEY_ED25519)
-		pkey = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+		pkey = custode_ossl_keygen("ED25519", NULL);
 	else if (alg == CUSTODE_KEY_P256)
-		pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+		pkey = custode_ossl_keygen("EC", "P-256");
 	else
 		return KEYERR(why, EINVAL, "unknown key algorithm %d", alg);
 	if (!pkey)
