@@ -10,6 +10,11 @@
 #   confined    process inside a `read` run (path allowed, so the full lookup runs)
 #   sibling     a process below an attached run's gate but in no run, with
 #               the gate up vs down (the gate check's own cost)
+#   attached    a process inside that attached run (profile read, moved in,
+#               then exec'd: a resident, not a newcomer), vs the sibling with
+#               the gate down: the attached run's lookups (gate, run cache,
+#               the newcomer check) where confined/unconfined has the launched
+#               run's
 # Each round measures its configurations back to back and gives paired
 # ratios; the figures are the median of OPENBENCH_ROUNDS rounds with their
 # min..max. After each engine load/unload one discarded pass lets the
@@ -48,6 +53,7 @@ done
 incg() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec openbench "$@"' sh "$1" "$N" "$FILE"; }
 inbase() { incg "$BCG"; }
 insib() { incg "$SIB"; }
+inatt() { incg "$CG/bench.slice/attached"; }
 confined() { "$B/custode" run --profile read -- /usr/local/bin/openbench "$N" "$FILE"; }
 
 out=$(mktemp)
@@ -79,9 +85,11 @@ while [ $r -le "$R" ]; do
 	"$B/custode" attach --cgroup "$CG/bench.slice/attached" --profile read --run-id $rid >/dev/null
 	insib >/dev/null
 	up=$(insib)
+	inatt >/dev/null
+	att=$(inatt)
 	"$B/custode" detach "$rid" >/dev/null
-	echo "round $r sibling gate-down $down gate-up $up" >&2
-	echo "G $down $up" >>"$out"
+	echo "round $r sibling gate-down $down gate-up $up attached $att" >&2
+	echo "G $down $up $att" >>"$out"
 	r=$((r + 1))
 done
 kill "$dpid"; wait "$dpid" 2>/dev/null || true
@@ -106,7 +114,10 @@ echo "  custode, unconfined     $(median '$3' R)"
 echo "  custode, confined       $(median '$4' R)"
 echo "  sibling, gate down      $(median '$2' G)"
 echo "  sibling, gate up        $(median '$3' G)"
+echo "  attached run, confined  $(median '$4' G)"
 echo "ratio unconfined/base  $(ratio '$3 / $2' R)"
 echo "ratio confined/base    $(ratio '$4 / $2' R)"
+echo "ratio confined/unconfined     $(ratio '$4 / $3' R)"
 echo "ratio gated-sibling/gate-down  $(ratio '$3 / $2' G)"
+echo "ratio attached/gate-down       $(ratio '$4 / $2' G)"
 rm -f "$out"
