@@ -15,6 +15,8 @@
  *   flip     the one update of the run's value: the new policy is in force
  *   retire   the grace period (membarrier) and the deletion of the old rules
  * "In force" (compile + add + flip) is what a user waits for; retire follows.
+ * "floor": the kernel's part of "add" — the same keys into fresh, empty maps
+ * of the same definitions (insert_floor), so no userspace could add faster.
  * The runs are registered under empty cgroups made for the bench
  * (custode-swapbench/rN below the cgroup v2 mount: nothing runs in them, and
  * since they exist no gc reaps their runs): the maps are what is measured.
@@ -30,6 +32,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <bpf/bpf.h>
 
 #include "cgroup/cgroup.h"
 #include "custode/abi.h"
@@ -75,6 +78,61 @@ static struct custode_policy *make_policy(int tag, int n, int version)
 	}
 	free(t);
 	return p;
+}
+
+/*
+ * The kernel's floor under "add": the same keys inserted (batch where the map
+ * has it, else one call a key) into a fresh, empty map of the same definition
+ * as `like` — no other run's rules in it, so a lower bound on what any
+ * userspace could make of the insertion. ms, or -1.
+ */
+static double insert_floor(int like, const void *keys, const void *vals, size_t n, size_t ksz, size_t vsz)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, copts);
+	LIBBPF_OPTS(bpf_map_batch_opts, bopts, .elem_flags = BPF_ANY);
+	struct bpf_map_info info;
+	__u32 len = sizeof(info), count = (__u32)n;
+	double t0, t;
+	int fd;
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(like, &info, &len) < 0)
+		return -1;
+	copts.map_flags = info.map_flags;
+	fd = bpf_map_create(info.type, "swapbench_floor", info.key_size, info.value_size, info.max_entries, &copts);
+	if (fd < 0)
+		return -1;
+	t0 = now_ms();
+	if (n && bpf_map_update_batch(fd, keys, vals, &count, &bopts) < 0) {
+		for (size_t i = 0; i < n; i++)
+			if (bpf_map_update_elem(fd, (const char *)keys + i * ksz, (const char *)vals + i * vsz, BPF_ANY) < 0) {
+				close(fd);
+				return -1;
+			}
+	}
+	t = now_ms() - t0;
+	close(fd);
+	return t;
+}
+
+/* insert_floor of a compiled file + egress rule set: the rule maps' keys as custode_engine_add_* make them. */
+static double rules_floor(struct custode_engine *e, const struct custode_program *pr)
+{
+	size_t n = 0, cap = pr->fs.n * 2;
+	struct custode_path_key *keys = calloc(cap ? cap : 1, sizeof(*keys));
+	struct custode_path_rule *vals = calloc(cap ? cap : 1, sizeof(*vals));
+	double a = -1, b;
+
+	if (keys && vals) {
+		for (size_t i = 0; i < pr->fs.n; i++)
+			n += (size_t)custode_rule_entries(&pr->fs.rules[i], pr->ruleset, &keys[n], &vals[n]);
+		a = insert_floor(e->rules_fd, keys, vals, n, sizeof(*keys), sizeof(*vals));
+	}
+	free(keys);
+	free(vals);
+	b = insert_floor(e->net_rules_fd, pr->net.keys, pr->net.vals, pr->net.n, sizeof(*pr->net.keys),
+			 sizeof(*pr->net.vals));
+	return a < 0 || b < 0 ? -1 : a + b;
 }
 
 struct subject {
@@ -256,6 +314,13 @@ int main(int argc, char **argv)
 		t_flip[r] = t3 - t2;
 		t_retire[r] = t4 - t3;
 		t_force[r] = t3 - t0;
+	}
+	{
+		double fl[64];
+
+		for (int r = 0; r < rounds; r++)
+			fl[r] = rules_floor(&e, &cur.pr);
+		show("floor", fl, rounds);
 	}
 	rss_after = rss_kib();
 	malloc_trim(0); /* what the daemon does after applying a bundle (daemon/bundles.c) */
