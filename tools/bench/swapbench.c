@@ -118,18 +118,16 @@ static double insert_floor(int like, const void *keys, const void *vals, size_t 
 /* insert_floor of a compiled file + egress rule set: the rule maps' keys as custode_engine_add_* make them. */
 static double rules_floor(struct custode_engine *e, const struct custode_program *pr)
 {
-	size_t n = 0, cap = pr->fs.n * 2;
-	struct custode_path_key *keys = calloc(cap ? cap : 1, sizeof(*keys));
-	struct custode_path_rule *vals = calloc(cap ? cap : 1, sizeof(*vals));
+	struct custode_path_key *keys;
+	struct custode_path_rule *vals;
 	double a = -1, b;
+	size_t n;
 
-	if (keys && vals) {
-		for (size_t i = 0; i < pr->fs.n; i++)
-			n += (size_t)custode_rule_entries(&pr->fs.rules[i], pr->ruleset, &keys[n], &vals[n]);
+	if (!custode_ruleset_entries(&pr->fs, pr->ruleset, &keys, &vals, &n)) {
 		a = insert_floor(e->rules_fd, keys, vals, n, sizeof(*keys), sizeof(*vals));
+		free(keys);
+		free(vals);
 	}
-	free(keys);
-	free(vals);
 	b = insert_floor(e->net_rules_fd, pr->net.keys, pr->net.vals, pr->net.n, sizeof(*pr->net.keys),
 			 sizeof(*pr->net.vals));
 	return a < 0 || b < 0 ? -1 : a + b;

@@ -81,7 +81,7 @@ int custode_engine_add_rules(struct custode_engine *e, __u32 ruleset, const stru
 {
 	struct custode_path_key *keys;
 	struct custode_path_rule *vals;
-	size_t n = 0;
+	size_t n;
 	int err = 0;
 
 	for (size_t i = 0; i < rs->n_ids && !err; i++)
@@ -89,15 +89,8 @@ int custode_engine_add_rules(struct custode_engine *e, __u32 ruleset, const stru
 			err = -errno;
 	if (err || !rs->n)
 		return err;
-	keys = calloc(rs->n * 2, sizeof(*keys));
-	vals = calloc(rs->n * 2, sizeof(*vals));
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < rs->n; i++)
-		n += (size_t)custode_rule_entries(&rs->rules[i], ruleset, &keys[n], &vals[n]);
+	if ((err = custode_ruleset_entries(rs, ruleset, &keys, &vals, &n)))
+		return err;
 	err = update_keys(e->rules_fd, keys, vals, n, sizeof(*keys), sizeof(*vals));
 	free(keys);
 	free(vals);

@@ -421,6 +421,26 @@ int custode_rule_entries(const struct custode_compiled_rule *r, uint32_t ruleset
 	return k;
 }
 
+int custode_ruleset_entries(const struct custode_fs_ruleset *rs, uint32_t ruleset, struct custode_path_key **keys,
+			    struct custode_path_rule **vals, size_t *n)
+{
+	size_t cap = rs->n ? rs->n * 2 : 1;
+
+	*n = 0;
+	*keys = calloc(cap, sizeof(**keys));
+	*vals = calloc(cap, sizeof(**vals));
+	if (!*keys || !*vals) {
+		free(*keys);
+		free(*vals);
+		*keys = NULL;
+		*vals = NULL;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < rs->n; i++)
+		*n += (size_t)custode_rule_entries(&rs->rules[i], ruleset, &(*keys)[*n], &(*vals)[*n]);
+	return 0;
+}
+
 uint32_t custode_fs_lookup(const struct custode_fs_ruleset *rs, const char *path)
 {
 	size_t best = 0;

@@ -76,6 +76,14 @@ int custode_rule_keys(const struct custode_compiled_rule *r, uint32_t ruleset, s
 int custode_rule_entries(const struct custode_compiled_rule *r, uint32_t ruleset, struct custode_path_key keys[2],
 			 struct custode_path_rule vals[2]);
 
+/*
+ * Every key and value of a rule set (custode_rule_entries of each rule), in
+ * two arrays the caller frees: what custode_engine_add_rules writes to the
+ * map. *n the number of entries; 0, or -ENOMEM (nothing allocated).
+ */
+int custode_ruleset_entries(const struct custode_fs_ruleset *rs, uint32_t ruleset, struct custode_path_key **keys,
+			    struct custode_path_rule **vals, size_t *n);
+
 /* The kernel's dev_t (major << 20 | minor) of a userspace st_dev. */
 uint64_t custode_kernel_dev(uint64_t st_dev);
 
