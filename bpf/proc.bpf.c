@@ -1066,15 +1066,41 @@ CUSTODE_TRACED("fentry/cgroup_attach_task", custode_proc_attach_enter, struct cg
 	return 0;
 }
 
+/* custode_newcomers_live by `delta`: +1 before a mark is made, -1 after one is gone (bpf/lib/newcomer.bpf.h). */
+static __always_inline void newcomers_count(__s64 delta)
+{
+	__u32 zero = 0;
+	__u64 *live = bpf_map_lookup_elem(&custode_newcomers_live, &zero);
+
+	if (live)
+		__sync_fetch_and_add(live, delta);
+}
+
 static __always_inline void newcomer_mark(struct task_struct *t, __u64 run_cgid, __u64 cgid)
 {
 	struct custode_newcomer *n;
 
-	n = bpf_task_storage_get(&custode_newcomers, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!n)
-		return; /* no memory: a resident (fail closed) */
+	n = bpf_task_storage_get(&custode_newcomers, t, NULL, 0);
+	if (!n) {
+		/* counted first: a hook that sees the mark sees the count too */
+		newcomers_count(1);
+		n = bpf_task_storage_get(&custode_newcomers, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!n) {
+			newcomers_count(-1);
+			return; /* no memory: a resident (fail closed) */
+		}
+	}
 	n->run_cgid = run_cgid;
 	n->cgid = cgid;
+}
+
+/* Remove t's mark, if it has one, and count it gone (only the delete that removed it does). */
+static __always_inline void newcomer_clear(struct task_struct *t)
+{
+	if (!custode_newcomers_possible())
+		return;
+	if (bpf_task_storage_delete(&custode_newcomers, t) == 0)
+		newcomers_count(-1);
 }
 
 CUSTODE_TRACED_EXIT(cgroup_attach_task, custode_proc_attach_exit, struct cgroup *dst_cgrp, struct task_struct *leader,
@@ -1143,8 +1169,25 @@ CUSTODE_LSM(bprm_creds_for_exec, custode_proc_exec_begins, struct linux_binprm *
 {
 	struct task_struct *me = bpf_get_current_task_btf();
 
-	bpf_task_storage_delete(&custode_newcomers, me->group_leader);
+	newcomer_clear(me->group_leader);
 	return ret;
+}
+
+/*
+ * A process that never exec'd (a runtime's intermediate fork that exits,
+ * a set-up that failed): its mark goes with its last thread, so the count
+ * comes back to 0 once no container is being set up. The tracepoint fires
+ * in do_exit after signal->live was decremented: 0 means this is the last
+ * thread. An earlier thread's exit leaves the mark on the leader for the
+ * threads still running. 7.x added group_dead after the task: only the
+ * task is read (CUSTODE_TRACED_PREFIX).
+ */
+CUSTODE_TRACED_PREFIX("tp_btf/sched_process_exit", custode_proc_exit, struct task_struct *p)
+{
+	if (!p || !custode_newcomers_possible() || p->signal->live.counter != 0)
+		return 0;
+	newcomer_clear(p->group_leader);
+	return 0;
 }
 
 /*

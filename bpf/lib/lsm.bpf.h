@@ -64,6 +64,16 @@
 #define CUSTODE_TRACED(sec, name, args...)                                                                 \
 	const volatile __u32 custode_hook_nargs__##name = ___bpf_narg(args);                              \
 	SEC(sec) int BPF_PROG(name, args)
+/*
+ * A tracepoint that later kernels extend with more arguments at the end
+ * (sched_process_exit gained group_dead in 6.16): the program reads the
+ * leading `args` only, and fits any kernel whose tracepoint has at least
+ * that many.
+ */
+#define CUSTODE_TRACED_LEADING 0x20000u
+#define CUSTODE_TRACED_PREFIX(sec, name, args...)                                                          \
+	const volatile __u32 custode_hook_nargs__##name = ___bpf_narg(args) | CUSTODE_TRACED_LEADING;     \
+	SEC(sec) int BPF_PROG(name, args)
 /* fexit: the function's arguments, then its return value (not counted) */
 #define CUSTODE_TRACED_EXIT(fn, name, args...)                                                             \
 	const volatile __u32 custode_hook_nargs__##name = ___bpf_narg(args) - 1;                          \

@@ -10,7 +10,7 @@
 #include "custode/types.h"
 #include "custode/reasons.h"
 
-#define CUSTODE_ABI_VERSION 6 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted); resolver listeners in runs' network namespaces (custode_dns_netns, custode_dns_netns_seen, custode_dns_wake; custode_dns_cfg.gen); set-up newcomers (custode_newcomers) */
+#define CUSTODE_ABI_VERSION 7 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted); resolver listeners in runs' network namespaces (custode_dns_netns, custode_dns_netns_seen, custode_dns_wake; custode_dns_cfg.gen); set-up newcomers (custode_newcomers); 7: the count of newcomer marks (custode_newcomers_live) */
 
 /* bpffs layout of the pinned engine */
 #define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"

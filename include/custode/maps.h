@@ -49,7 +49,8 @@
 	/* bpf/proc.bpf.c: proc */                     \
 	X(ADMITTED, custode_admitted)                 \
 	/* bpf/lib/newcomer.bpf.h: file and proc */    \
-	X(NEWCOMERS, custode_newcomers)
+	X(NEWCOMERS, custode_newcomers)               \
+	X(NEWCOMERS_LIVE, custode_newcomers_live)
 
 enum custode_map_id {
 #define CUSTODE_X_MAP(id, name) CUSTODE_MAP_##id,

@@ -398,3 +398,137 @@ out:
 	df_probe_end(&target);
 	pod_end(&p);
 }
+
+/* custode_newcomers_live, as `custode engine status --json` reports it (the engine's maps are custode's alone); -1 unknown. */
+static long long newcomers_live(void)
+{
+	static struct ktest_result r;
+	char *argv[] = {(char *)ktest_custode(), "engine", "status", "--json", NULL};
+	json_t *o, *v;
+	long long n = -1;
+
+	if (ktest_run(argv, -1, 60000, &r) != 0 || r.code != 0)
+		return -1;
+	o = json_loads(r.out, 0, NULL);
+	v = json_object_get(o, "newcomers");
+	if (json_is_integer(v))
+		n = json_integer_value(v);
+	json_decref(o);
+	return n;
+}
+
+/* The count once it is `want`, or the last one seen when it never got there (a loaded host may lag a little). */
+static long long newcomers_settle(long long want)
+{
+	struct timespec t0, now;
+	long long seen;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		seen = newcomers_live();
+		if (seen == want)
+			return seen;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > ktest_slack(15000))
+			return seen;
+		usleep(20000);
+	}
+}
+
+/* Wait for p's exit; its status. The pid is forgotten (never signalled again). */
+static int reap(struct ktest_proc *p)
+{
+	int code = ktest_wait(p, 30000);
+
+	if (code >= 0)
+		p->pid = 0;
+	return code;
+}
+
+/* A runtime whose newcomer waits (eprobe STEPS... wait); the "ready PID" line read. */
+static bool waiting_newcomer(char *const argv[], struct ktest_proc *nc, int *pid)
+{
+	char line[128];
+
+	return ktest_spawn(argv, -1, nc) == 0 && ktest_read_line(nc->out, line, sizeof(line), ktest_slack(60000)) &&
+	       sscanf(line, "ready %d", pid) == 1;
+}
+
+/*
+ * The hooks look a task's newcomer mark up only while the host-wide count
+ * of marks is not 0 (bpf/lib/newcomer.bpf.h): the count must cover every
+ * live mark, and come back to 0 once no container is in set-up — after an
+ * exec, after an exit without one (a runtime's intermediate fork, a failed
+ * set-up), after a kill, for a fork child's inherited mark and for a
+ * newcomer whose set-up runs in a second thread. A count left high only
+ * costs lookups; this test is what keeps it from staying high.
+ */
+KTEST(attach_mounts_newcomer_count)
+{
+	static struct ktest_result r;
+	struct ktest_proc nc = {0};
+	struct pod p;
+	int pid = 0;
+
+	ktest_need_lsm();
+	if (!pod_setup(&p) || !pod_attach(&p))
+		goto out;
+	/* the process class marks newcomers: it is loaded once a run has been attached */
+	ASSERT_EQ(newcomers_settle(0), 0, "no container in set-up: the count is 0");
+
+	/* a newcomer waiting in its set-up window counts; its exit without an exec uncounts it */
+	if (ASSERT_TRUE(waiting_newcomer(ARGV("fork-into", (char *)pod_child(&p, "c1"), "+", "wait"), &nc, &pid),
+			"a newcomer waits")) {
+		ASSERT_EQ(newcomers_settle(1), 1, "one newcomer: 1");
+		ASSERT_EQ(write(nc.in, "\n", 1), 1, "let it go");
+		ASSERT_EQ(reap(&nc), 0, "it exits, never having exec'd");
+		ASSERT_EQ(newcomers_settle(0), 0, "after its exit: 0");
+	}
+	ktest_proc_close(&nc);
+
+	/* its fork child inherits a mark of its own: 2; both exit without an exec: 0 */
+	if (ASSERT_TRUE(waiting_newcomer(ARGV("fork-into", (char *)pod_child(&p, "c2"), "+", "fork", "+", "wait"), &nc,
+					 &pid),
+			"a newcomer's fork child waits")) {
+		ASSERT_EQ(newcomers_settle(2), 2, "a newcomer and its child: 2");
+		ASSERT_EQ(write(nc.in, "\n", 1), 1, "let them go");
+		reap(&nc);
+		ASSERT_EQ(newcomers_settle(0), 0, "after both exits: 0");
+	}
+	ktest_proc_close(&nc);
+
+	/* set-up in a second thread: the mark is the process's, gone when its last thread is */
+	if (ASSERT_TRUE(waiting_newcomer(ARGV("clone3-into", (char *)pod_child(&p, "c3"), "+", "in-thread", "+", "wait"),
+					 &nc, &pid),
+			"a newcomer's second thread waits")) {
+		ASSERT_EQ(newcomers_settle(1), 1, "a newcomer (two threads): 1");
+		ASSERT_EQ(kill(pid, SIGKILL), 0, "kill it");
+		reap(&nc);
+		ASSERT_EQ(newcomers_settle(0), 0, "after a kill: 0");
+	}
+	ktest_proc_close(&nc);
+
+	/* the entrypoint's exec ends the window: 0 while the entrypoint still runs */
+	if (ASSERT_TRUE(waiting_newcomer(ARGV("fork-into", (char *)pod_child(&p, "c4"), "+", "exec",
+					      (char *)ktest_helper("eprobe"), "wait"),
+					 &nc, &pid),
+			"an entrypoint waits")) {
+		ASSERT_EQ(newcomers_settle(0), 0, "the entrypoint is a resident: 0");
+		ASSERT_TRUE(ktest_pid_alive(pid), "and it still runs");
+		ASSERT_EQ(write(nc.in, "\n", 1), 1, "let it go");
+		reap(&nc);
+	}
+	ktest_proc_close(&nc);
+
+	/* and a newcomer made after all of that is still one: the set-up of a whole runtime, then its entrypoint */
+	runtime(&p, "fork-into", pod_child(&p, "c5"), "fork", &r);
+	ASSERT_STREQ(r.out, SETUP_OK "ok\nEACCES\nEACCES\nEPERM\n", "a later container: set-up done, entrypoint confined");
+	ASSERT_EQ(newcomers_settle(0), 0, "and the count is 0 again");
+out:
+	if (nc.pid > 0) {
+		kill(nc.pid, SIGKILL);
+		ktest_wait(&nc, 5000);
+	}
+	ktest_proc_close(&nc);
+	pod_end(&p);
+}

@@ -63,6 +63,9 @@ KTEST(kernel_hook_prototypes_known)
 	/* the newcomer marks' tracing targets (bpf/proc.bpf.c), as fit_tracing checks them */
 	ASSERT_EQ(custode_kernel_traced_nargs(btf, "cgroup_attach_task", false), 3, "fentry/fexit cgroup_attach_task");
 	ASSERT_EQ(custode_kernel_traced_nargs(btf, "task_newtask", true), 2, "tp_btf/task_newtask");
+	/* sched_process_exit gained group_dead in 6.16: the program reads the task only (CUSTODE_TRACED_PREFIX) */
+	ASSERT_EQ(custode_kernel_traced_nargs(btf, "sched_process_exit", true), v < 6016 ? 1 : 2,
+		  "tp_btf/sched_process_exit");
 	ASSERT_TRUE(custode_kernel_traced_nargs(btf, "no_such_function", false) == -ENOENT &&
 			    custode_kernel_traced_nargs(btf, "no_such_tracepoint", true) == -ENOENT,
 		    "a missing function or tracepoint is said to be missing");

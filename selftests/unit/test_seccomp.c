@@ -23,6 +23,7 @@
 #include <criterion/criterion.h>
 
 #include "run/seccomp.h"
+#include "seccomp-compile.h"
 
 static const struct {
 	const char *name;
@@ -281,4 +282,26 @@ Test(seccomp, socket_families)
 	int st = in_child(true, sockets);
 
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "socket checks: exit %d", WEXITSTATUS(st));
+}
+
+/*
+ * The programs in the binary were compiled at build time
+ * (tools/gen/seccomp-gen.c): they are what libseccomp compiles from the rules
+ * now, instruction for instruction, for each variant.
+ */
+Test(seccomp, embedded_programs_are_the_compiled_rules)
+{
+	for (int v = 0; v < 2; v++) {
+		struct custode_seccomp_opts o = {.allow_ptrace = v == 1};
+		struct custode_seccomp_prog fresh = {0};
+		struct custode_seccomp f = {0};
+
+		cr_assert_eq(custode_seccomp_compile(&o, &fresh), 0);
+		cr_assert_eq(custode_seccomp_build(&o, &f), 0);
+		cr_assert_eq(f.len, fresh.len, "variant %d: %u instructions, libseccomp compiles %u", v, f.len, fresh.len);
+		cr_assert(memcmp(f.insns, fresh.insns, sizeof(*f.insns) * f.len) == 0, "variant %d differs", v);
+		free(fresh.insns);
+	}
+	/* and the two differ: the ptrace calls */
+	cr_assert_neq(custode_seccomp_filters[0].len, custode_seccomp_filters[1].len);
 }

@@ -313,6 +313,11 @@ int custode_cmd_engine(int argc, char **argv)
 			json_object_set_new(o, "run_cache",
 					    json_string(rc > 0 ? "cgroup-storage" : rc == 0 ? "off" : "absent"));
 		}
+		{
+			long long nc = custode_engine_newcomers_live();
+
+			json_object_set_new(o, "newcomers", nc >= 0 ? json_integer(nc) : json_null());
+		}
 		json_object_set_new(o, "entries", map_entries());
 		{
 			json_t *adm = custode_engine_admitted_json();

@@ -50,6 +50,9 @@ void custode_print_engine_status(const json_t *st, FILE *f)
 	fprintf(f, "%-16s %lld\n", "runs", num(st, "runs"));
 	fprintf(f, "%-16s %lld (%lld dropped)\n", "events", num(st, "events"), num(st, "events_dropped"));
 	fprintf(f, "%-16s %s\n", "run cache", str(st, "run_cache"));
+	if (json_is_integer(json_object_get(st, "newcomers")))
+		fprintf(f, "%-16s %lld (processes of containers in set-up below attached cgroups)\n", "newcomers",
+			num(st, "newcomers"));
 	{
 		const json_t *adm = json_object_get(st, "admitted"), *a;
 		size_t i;

@@ -89,6 +89,13 @@ int custode_engine_bump_fs_gen(struct custode_engine *e);
 /* 1 if the pinned engine's run cache is cgroup storage (6.2+), 0 if a placeholder, -errno if absent. */
 int custode_engine_run_cache(void);
 
+/*
+ * The count of set-up newcomer marks host-wide (bpf/lib/newcomer.bpf.h): 0
+ * when no container is being set up below an attached cgroup; -errno when
+ * no engine object that marks them is loaded.
+ */
+long long custode_engine_newcomers_live(void);
+
 /* Invalidate the run cache: after every change to custode_runs or custode_gates (register/unregister do it). */
 int custode_engine_bump_runs_gen(void);
 

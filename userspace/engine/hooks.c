@@ -21,7 +21,8 @@
 #include "engine/maps.h"
 
 #define NARGS_PREFIX "custode_hook_nargs__"
-#define HOOK_OPTIONAL 0x10000 /* CUSTODE_HOOK_OPTIONAL in bpf/lib/custode.bpf.h */
+#define HOOK_OPTIONAL 0x10000 /* CUSTODE_HOOK_OPTIONAL in bpf/lib/lsm.bpf.h */
+#define TRACED_LEADING 0x20000 /* CUSTODE_TRACED_LEADING in bpf/lib/lsm.bpf.h: at least this many */
 
 static struct btf *kernel_btf;
 
@@ -197,11 +198,11 @@ static int fit_tracing(struct bpf_object *obj, const struct btf *kbtf, const str
 					      "%s: this kernel has no %s %s to trace (not in its BTF: inlined, renamed "
 					      "or absent), so it can't see processes placed into attached runs",
 					      what, tp ? "tracepoint" : "function", target);
-		if (have != want)
+		if (((want & TRACED_LEADING) && tp) ? have < (want & ~TRACED_LEADING) : have != want)
 			return custode_refuse(why, EINVAL, CUSTODE_REASON_KERNEL_HOOK_UNSUPPORTED,
-					      "%s: %s %s takes %d arguments on this kernel; custode's program %s takes %d",
+					      "%s: %s %s takes %d arguments on this kernel; custode's program %s takes %s%d",
 					      what, tp ? "tracepoint" : "function", target, have, bpf_program__name(prog),
-					      want);
+					      (want & TRACED_LEADING) ? "at least " : "", want & ~TRACED_LEADING);
 	}
 	return 0;
 }

@@ -80,6 +80,20 @@ int custode_engine_run_cache(void)
 	return active;
 }
 
+long long custode_engine_newcomers_live(void)
+{
+	__u32 zero = 0;
+	__u64 n = 0;
+	int fd = custode_map_open(CUSTODE_MAP_NEWCOMERS_LIVE), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_lookup_elem(fd, &zero, &n) < 0)
+		err = -errno;
+	close(fd);
+	return err ? err : (long long)n;
+}
+
 /*
  * After every change to custode_runs or custode_gates: the run cache
  * (include/custode/abi.h) holds only answers computed at the new value.

@@ -23,19 +23,24 @@
  *   NETLINK_ROUTE (getaddrinfo); socketpair() only AF_UNIX.
  * - Any syscall of a foreign ABI (i386 through int 0x80, x32) kills the process.
  *
- * The filter is compiled in the launcher (so an error is a refusal, not a
- * failed exec) and installed in the child by one seccomp(2) call.
+ * The filter is compiled by libseccomp at build time (tools/gen/, one
+ * program per variant of the options below, so a syscall libseccomp doesn't
+ * know fails the build) and installed in the child by one seccomp(2) call.
  */
 struct custode_seccomp_opts {
 	bool allow_ptrace; /* "ptrace": "run" */
 };
 
 struct custode_seccomp {
-	struct sock_filter *insns;
+	const struct sock_filter *insns;
 	unsigned short len;
 };
 
-/* Compile the filter. Returns 0 or -errno (-ENOSYS: a syscall unknown to this libseccomp). */
+/*
+ * The filter for o. libseccomp compiled it at build time
+ * (tools/gen/seccomp-gen.c): nothing is compiled or allocated here.
+ * Returns 0 or -EINVAL.
+ */
 int custode_seccomp_build(const struct custode_seccomp_opts *o, struct custode_seccomp *out);
 /* Install it in the calling thread's process (needs no_new_privs or CAP_SYS_ADMIN). Async-signal-safe. */
 int custode_seccomp_apply(const struct custode_seccomp *f);
@@ -43,5 +48,9 @@ void custode_seccomp_free(struct custode_seccomp *f);
 
 /* The names of the syscalls denied outright, NULL-terminated (for receipts and docs). */
 extern const char *const custode_seccomp_denied[];
+/* Denied too unless allow_ptrace, NULL-terminated. */
+extern const char *const custode_seccomp_ptrace_calls[];
+/* The compiled programs, [allow_ptrace] (generated: seccomp_filters.c in the build directory). */
+extern const struct custode_seccomp custode_seccomp_filters[2];
 
 #endif
