@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 
 #include "cgroup/cgroup.h"
 #include "util/fsutil.h"
@@ -75,9 +77,22 @@ int custode_cgroup2_mount_parse(const char *mountinfo, char *out, size_t outlen)
 
 int custode_cgroup2_mount(char *out, size_t outlen)
 {
+	struct statfs fs;
 	char *text = NULL;
-	int err = custode_read_file("/proc/self/mountinfo", 16u << 20, &text, NULL);
+	int err;
 
+	/*
+	 * The answer the parse prefers, without reading mountinfo (thousands of
+	 * lines on a node with many containers): /sys/fs/cgroup when cgroup2 is
+	 * mounted there. Hybrid hosts (cgroup2 elsewhere) read it.
+	 */
+	if (statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) {
+		if (outlen <= strlen("/sys/fs/cgroup"))
+			return -ENAMETOOLONG;
+		strcpy(out, "/sys/fs/cgroup");
+		return 0;
+	}
+	err = custode_read_file("/proc/self/mountinfo", 16u << 20, &text, NULL);
 	if (err)
 		return err;
 	err = custode_cgroup2_mount_parse(text, out, outlen);
@@ -198,9 +213,20 @@ int custode_cgroup_id(const char *path, __u64 *id)
 	return 0;
 }
 
+/* Is `c` a whole word of the space-separated list `list`? */
+static bool has_word(const char *list, const char *c)
+{
+	size_t clen = strlen(c);
+
+	for (const char *hit = list; (hit = strstr(hit, c)); hit += clen)
+		if ((hit == list || hit[-1] == ' ') && (hit[clen] == 0 || hit[clen] == ' ' || hit[clen] == '\n'))
+			return true;
+	return false;
+}
+
 int custode_cgroup_enable_controllers(const char *path, const char *wanted)
 {
-	char file[PATH_MAX], *avail = NULL, req[256] = "";
+	char file[PATH_MAX], *avail = NULL, *on = NULL, req[256] = "";
 	char want[256], *save = NULL;
 	int err;
 
@@ -208,27 +234,23 @@ int custode_cgroup_enable_controllers(const char *path, const char *wanted)
 	err = custode_read_file(file, 4096, &avail, NULL);
 	if (err)
 		return err;
+	/* what is on already is not asked again: a write takes the kernel's cgroup_mutex */
+	snprintf(file, sizeof(file), "%s/cgroup.subtree_control", path);
+	if (custode_read_file(file, 4096, &on, NULL) < 0)
+		on = NULL;
 	snprintf(want, sizeof(want), "%s", wanted);
 	for (char *c = strtok_r(want, " ", &save); c; c = strtok_r(NULL, " ", &save)) {
 		char pat[64];
-		size_t clen = strlen(c);
-		const char *hit = avail;
 
-		/* whole-word match in the space-separated list */
-		while ((hit = strstr(hit, c))) {
-			if ((hit == avail || hit[-1] == ' ') && (hit[clen] == 0 || hit[clen] == ' ' || hit[clen] == '\n'))
-				break;
-			hit += clen;
-		}
-		if (!hit)
+		if (!has_word(avail, c) || (on && has_word(on, c)))
 			continue;
 		snprintf(pat, sizeof(pat), "%s+%s", req[0] ? " " : "", c);
 		strncat(req, pat, sizeof(req) - strlen(req) - 1);
 	}
 	free(avail);
+	free(on);
 	if (!req[0])
 		return 0;
-	snprintf(file, sizeof(file), "%s/cgroup.subtree_control", path);
 	return custode_write_str(file, req);
 }
 
