@@ -85,8 +85,8 @@ int custode_run_args_parse(int argc, char **argv, struct run_opts *o)
 	char *end;
 	int c;
 
-	memset(o, 0, sizeof(*o));
-	o->profile = "read";
+	o->profile = "read"; /* o comes zeroed (args.h) */
+	o->receipt_dest.fd = -1; /* none: never closes fd 0 */
 	o->timeout_sec = 0;
 	custode_getopt_start();
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {

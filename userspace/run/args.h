@@ -33,7 +33,7 @@ struct run_opts {
 	char **argv;
 };
 
-/* 0: run; 1: --help was printed; -1: refused (said on stderr). */
+/* o zeroed by the caller (calloc). 0: run; 1: --help was printed; -1: refused (said on stderr). */
 int custode_run_args_parse(int argc, char **argv, struct run_opts *o);
 
 #endif

@@ -682,47 +682,62 @@ static int launch_end(struct launch *l, const struct run_opts *o, struct custode
 int custode_cmd_run(int argc, char **argv)
 {
 	struct custode_refusal why = {0};
-	struct run_opts o;
-	struct launch l;
+	/*
+	 * Both zeroed by calloc: fresh heap pages stay untouched until used
+	 * (a memset of their 180 KB on the stack faulted in 44 pages).
+	 */
+	struct run_opts *o = calloc(1, sizeof(*o));
+	struct launch *l = calloc(1, sizeof(*l));
 	struct custode_seccomp_opts sopts = {0};
 	struct custode_relay relay = {.fd = {-1, -1}, .cap = -1};
 	struct supervision sv = {.sfd = -1, .child = -1, .cancel_code = -1};
 	int code, err, exec_errno = 0;
 
-	err = custode_run_args_parse(argc, argv, &o);
-	if (err)
-		return err > 0 ? 0 : EXIT_REFUSED;
-	memset(&l, 0, sizeof(l));
-	l.lock_fd = -1;
-	l.out_pipe[0] = l.out_pipe[1] = l.err_pipe[0] = l.err_pipe[1] = -1;
-	custode_pty_init(&l.pty);
-	l.hosts = (struct custode_hostaddr_watch)CUSTODE_HOSTADDR_WATCH_INIT;
-	if ((err = custode_run_user_resolve(o.user, &l.user, &why)))
-		return refuse(&why);
-	if ((err = load_policy(&o, &l, &why)))
-		return refuse(&why);
-	if ((err = custode_host_prepare(&l.e, &why)))
+	if (!o || !l) {
+		fprintf(stderr, "custode: run: out of memory\n");
+		code = EXIT_REFUSED;
+		goto out;
+	}
+	err = custode_run_args_parse(argc, argv, o);
+	if (err) {
+		code = err > 0 ? 0 : EXIT_REFUSED;
+		goto out;
+	}
+	l->lock_fd = -1;
+	l->out_pipe[0] = l->out_pipe[1] = l->err_pipe[0] = l->err_pipe[1] = -1;
+	custode_pty_init(&l->pty);
+	l->hosts = (struct custode_hostaddr_watch)CUSTODE_HOSTADDR_WATCH_INIT;
+	if ((err = custode_run_user_resolve(o->user, &l->user, &why)) || (err = load_policy(o, l, &why))) {
+		code = refuse(&why);
+		custode_receipt_close(&o->receipt_dest);
+		goto out;
+	}
+	if ((err = custode_host_prepare(&l->e, &why)))
 		goto refused;
-	if ((err = custode_engine_open(&l.e, run_classes(l.policy), CUSTODE_ENGINE_LOAD, &why)))
+	if ((err = custode_engine_open(&l->e, run_classes(l->policy), CUSTODE_ENGINE_LOAD, &why)))
 		goto refused;
-	if ((err = setup(&l, &o, &why))) {
-		setup_undo(&l);
+	if ((err = setup(l, o, &why))) {
+		setup_undo(l);
 		goto refused;
 	}
-	run_timeout(&o, l.policy, &sv);
-	if ((err = launch_io(&l, &sopts, &relay, &why)) || (err = launch_start(&l, &o, &relay, &sv, &exec_errno, &why))) {
-		setup_undo(&l);
+	run_timeout(o, l->policy, &sv);
+	if ((err = launch_io(l, &sopts, &relay, &why)) || (err = launch_start(l, o, &relay, &sv, &exec_errno, &why))) {
+		setup_undo(l);
 		goto refused;
 	}
-	supervise(&l, &relay, &sv);
-	code = launch_end(&l, &o, &relay, &sv, sopts.allow_ptrace, exec_errno);
+	supervise(l, &relay, &sv);
+	code = launch_end(l, o, &relay, &sv, sopts.allow_ptrace, exec_errno);
 	close(sv.sfd);
-	launch_free(&l);
-	custode_receipt_close(&o.receipt_dest);
-	return code;
+	launch_free(l);
+	custode_receipt_close(&o->receipt_dest);
+	goto out;
 
 refused:
-	launch_free(&l);
-	custode_receipt_close(&o.receipt_dest);
-	return refuse(&why);
+	launch_free(l);
+	custode_receipt_close(&o->receipt_dest);
+	code = refuse(&why);
+out:
+	free(l);
+	free(o);
+	return code;
 }
