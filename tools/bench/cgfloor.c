@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * cgfloor PARENT COMMAND [ARG...]: the least a launcher keyed on cgroups does
+ * cgfloor [--bare] PARENT COMMAND [ARG...]: the least a launcher keyed on cgroups does
  * to run COMMAND the way `custode run` does, with none of custode's own work
  * (no policy, engine, maps, state files or resolver): make a cgroup below
  * PARENT, clone3 the child into it with a new IPC namespace, and in the child
  * a session, no_new_privs, the bounding set dropped, nobody's credentials and
  * custode's seccomp filter (the same embedded program); exec; wait; remove
  * the cgroup. tools/bench/lifecycle-bench's "cgroup floor" row: what is left
- * of `custode run` above it is custode's own.
+ * of `custode run` above it is custode's own. --bare: none of that, a plain
+ * fork and exec through a second program (the "launcher floor": what any
+ * launcher binary costs, bwrap's and custode's alike).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +54,23 @@ fail:
 	_exit(127);
 }
 
+/* --bare: fork, exec, wait. */
+static int bare(char **argv)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0) {
+		fprintf(stderr, "cgfloor: %s\n", strerror(errno));
+		return 1;
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 int main(int argc, char **argv)
 {
 	struct clone_args a = {0};
@@ -59,8 +78,10 @@ int main(int argc, char **argv)
 	int cgfd, errpipe[2], e = 0, st;
 	long pid;
 
+	if (argc >= 4 && !strcmp(argv[1], "--bare"))
+		return bare(argv + 3);
 	if (argc < 3) {
-		fprintf(stderr, "usage: cgfloor PARENT COMMAND [ARG...]\n");
+		fprintf(stderr, "usage: cgfloor [--bare] PARENT COMMAND [ARG...]\n");
 		return 2;
 	}
 	snprintf(cg, sizeof(cg), "%s/cgfloor-%d", argv[1], (int)getpid());
