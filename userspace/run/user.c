@@ -155,7 +155,13 @@ int custode_run_user_enter(const struct custode_run_user *u)
 			return -errno;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
-	if (setgroups(1, &u->gid) < 0 || setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0)
+	/*
+	 * Raw syscalls: they change the calling task only. glibc's wrappers would
+	 * signal every other thread of the process to do the same, which in the
+	 * launcher's CLONE_VM child (run.c spawn_into) are the launcher's.
+	 */
+	if (syscall(SYS_setgroups, 1, &u->gid) < 0 || syscall(SYS_setresgid, u->gid, u->gid, u->gid) < 0 ||
+	    syscall(SYS_setresuid, u->uid, u->uid, u->uid) < 0)
 		return -errno;
 	/* setresuid to non-root clears permitted/effective; make it explicit and checked */
 	memset(data, 0, sizeof(data));
