@@ -98,16 +98,26 @@ enum custode_lookup {
 static __always_inline __u32 custode_gate_levels(__u64 top)
 {
 	struct custode_gates *g;
-	__u32 zero = 0, levels = 0;
+	__u32 zero = 0, levels = 0, used;
 
 	if (!top)
 		return 0;
 	g = bpf_map_lookup_elem(&custode_gates, &zero);
-	if (!g || !g->used)
+	if (!g)
 		return 0;
+	used = *(volatile __u32 *)&g->used;
+	/*
+	 * Only the slots `used` names, lowest first, stopping after the highest:
+	 * a slot that holds `top` before and after an update has its bit in both
+	 * (the word is read once), so the OR still keeps every level it holds.
+	 */
 #pragma unroll
-	for (int i = 0; i < CUSTODE_MAX_GATES; i++)
-		levels |= g->gate[i].levels & (0u - (__u32)(g->gate[i].id == top));
+	for (int i = 0; i < CUSTODE_MAX_GATES; i++) {
+		if (!(used >> i))
+			break;
+		if ((used >> i) & 1)
+			levels |= g->gate[i].levels & (0u - (__u32)(g->gate[i].id == top));
+	}
 	return levels;
 }
 
