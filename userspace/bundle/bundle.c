@@ -256,8 +256,8 @@ int custode_bundle_verify_file(const char *path, const struct custode_trust *tru
 			       struct custode_policy **out, struct custode_bundle_info *info,
 			       struct custode_refusal *why)
 {
-	size_t len;
-	char *data;
+	size_t len = 0;
+	char *data = NULL;
 	int err;
 
 	if ((err = read_bundle_file(path, &data, &len, why)))

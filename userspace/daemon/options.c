@@ -195,8 +195,8 @@ static int parse_size(const char *s, uint64_t *out)
 static int parse_resolver_opt(struct daemon_opts *o, int c, const char *arg, struct custode_refusal *why)
 {
 	struct custode_resolver_config *cfg = &o->cfg;
-	uint32_t ms;
-	bool nxdomain;
+	uint32_t ms = 0;
+	bool nxdomain = false;
 	int err;
 
 	switch (c) {
@@ -244,7 +244,7 @@ static int parse_resolver_opt(struct daemon_opts *o, int c, const char *arg, str
 /* The stream's and the metrics' options: 0, -EINVAL (*why), or 1 when c is none of them. */
 static int parse_stream_opt(struct daemon_opts *o, int c, const char *arg, struct custode_refusal *why)
 {
-	uint32_t v32;
+	uint32_t v32 = 0;
 	int err;
 
 	switch (c) {

@@ -356,7 +356,7 @@ static int parse_egress_rule(json_t *e, const char *path, struct custode_egress_
 	if (!r->ports)
 		return -ENOMEM;
 	json_array_foreach(ports, i, pv) {
-		int64_t port;
+		int64_t port = 0;
 		if ((err = get_int(pv, jp_index(&jp2, jp.buf, i), 1, 65535, &port, why)))
 			return err;
 		r->ports[r->n_ports++] = (uint16_t)port;
@@ -569,7 +569,7 @@ static int parse_document(json_t *doc, struct custode_policy *p, struct custode_
 					     "contentDigest", "content", NULL};
 	const char *schema, *name, *nb, *na, *digest;
 	json_t *v;
-	int64_t version;
+	int64_t version = 0;
 	int err;
 
 	if (!json_is_object(doc))
