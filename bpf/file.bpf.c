@@ -100,6 +100,12 @@ static __always_inline void fs_gen_bump(void)
 
 /* Per-CPU scratch: the path being decided and the record being written. */
 struct file_scratch {
+	/*
+	 * Kernel addresses as numbers: a pointer stored into a map value reads
+	 * back as a scalar (the verifier allows no arithmetic on pointers), for
+	 * the price of a store and a load instead of a bpf_probe_read_kernel.
+	 */
+	__u64 addr[2];
 	struct custode_pathbuf pb;
 	/* a struct custode_event followed by its path */
 	__u64 ev[(sizeof(struct custode_event) + CUSTODE_PATH_MAX) / 8];
@@ -287,12 +293,19 @@ static __always_inline __u32 identity_mask(__u32 ruleset, struct inode *inode)
 {
 	struct custode_identity_key k = {};
 	struct custode_identity *id;
+	__u64 *restricting;
+	__u32 slot;
 
 	if (!inode)
 		return ~0u;
 	k.ruleset = ruleset;
 	k.dev = inode->i_sb->s_dev;
 	k.ino = inode->i_ino;
+	/* no run restricts anything that hashes here: no lookup */
+	slot = custode_identity_slot(k.dev, k.ino);
+	restricting = bpf_map_lookup_elem(&custode_identity_filter, &slot);
+	if (restricting && !*restricting)
+		return ~0u;
 	id = bpf_map_lookup_elem(&custode_identities, &k);
 	if (id && (id->flags & CUSTODE_IDENTITY_RESTRICTS))
 		return id->allow;
@@ -494,28 +507,37 @@ static __always_inline void cache_store(struct fs_cache_slot *c, __u64 run_cgid,
  * by the compiler), every name in D falls to that same rule, so the run's
  * classes for D's files don't depend on their names: that rule's classes,
  * narrowed by the restricting identities of D and of M's root, are kept for
- * (D, M, run), and the first open of another file of D costs one hash
- * lookup and the file's own identity lookup instead of d_path and the rules
- * — and no cache slot of its own. The same epoch as the file cache (a
- * rename or mount anywhere, an unlink, a link, a changed run). Only regular
- * files whose dentry is not their mount's root (a file bind mount's parent
- * is in another tree); only where the file cache would be used, so /proc,
- * devpts, mqueue and cgroupfs writes are always decided in full. A name too
- * long to resolve is decided in full (path.too_long).
+ * (D, M, run), and the first open of another file of D costs one lookup and
+ * the file's own identity lookup instead of d_path and the rules — and no
+ * cache slot of its own. The same epoch as the file cache (a rename or mount
+ * anywhere, an unlink, a link, a changed run). Only regular files whose
+ * dentry is not their mount's root (a file bind mount's parent is in another
+ * tree); only where the file cache would be used, so /proc, devpts, mqueue
+ * and cgroupfs writes are always decided in full. A name too long to resolve
+ * is decided in full (path.too_long).
  *
- * A bounded LRU hash, not inode storage: D is reached through d_parent,
- * which newer kernels (7.x) give BPF as an untrusted pointer that the
- * storage helpers refuse. D is named by its inode's address and number (an
- * inode freed and its memory reused for another of the same number on the
- * same mount is the same directory: numbers are unique among live inodes),
- * and an LRU element can be reused under a reader, so every slot carries a
- * checksum of its key and contents: a torn or reused slot doesn't validate.
+ * Where D's slot lives depends on the kernel (custode_dir_storage, set by
+ * the loader from a probe: userspace/engine/probe.c):
+ * - inode storage on D itself (dir_slot), where the kernel lets D's inode,
+ *   reached through d_parent, reach the storage helpers (6.1, 6.12): one
+ *   lookup through the inode's own storage, freed with D; the slot names M
+ *   and the run (one slot per D: another run or mount overwrites it);
+ * - else a bounded LRU hash (dir_cache): 7.x gives BPF d_parent as an
+ *   untrusted pointer that the storage helpers refuse. D is named by its
+ *   inode's address and number (an inode freed and its memory reused for
+ *   another of the same number on the same mount is the same directory:
+ *   numbers are unique among live inodes).
+ * Either slot can be rewritten under a reader (an LRU element reused, an
+ * inode slot stored again), so every slot carries a checksum of its key and
+ * contents: a torn or reused slot doesn't validate.
  */
 #define CUSTODE_DIR_CACHE_ENTRIES 16384
 
+const volatile __u32 custode_dir_storage = 0;
+
 struct fs_dir_key {
-	__u64 dir; /* D's inode (its address) */
-	__u64 ino;
+	__u64 dir; /* D's inode (its address); 0 in D's own storage */
+	__u64 ino; /* 0 in D's own storage */
 	__u64 mnt;
 	__u64 run_cgid;
 };
@@ -535,6 +557,19 @@ struct {
 	__type(key, struct fs_dir_key);
 	__type(value, struct fs_dir_slot);
 } dir_cache SEC(".maps");
+
+/* D's slot in D's own storage: the key (M and the run; dir and ino 0), then the slot. */
+struct fs_dir_islot {
+	struct fs_dir_key k;
+	struct fs_dir_slot v;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_INODE_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct fs_dir_islot);
+} dir_slot SEC(".maps");
 
 static __always_inline __u64 dir_mix(__u64 h, __u64 v)
 {
@@ -558,62 +593,94 @@ static __always_inline __u64 dir_sum(const struct fs_dir_key *k, const struct fs
 	return dir_mix(h, dirlen) | 1; /* never 0: a zeroed slot doesn't validate */
 }
 
-/* D's key, when a decision for this file may be D's: a regular file below its mount's root. */
-static __always_inline int dir_key(struct file *file, struct inode *inode, __u64 run_cgid, struct fs_dir_key *k)
+/* D, when a decision for this file may be D's: a regular file below its mount's root. */
+static __always_inline struct inode *dir_of(struct file *file, struct inode *inode)
 {
 	struct dentry *d = file->f_path.dentry, *p;
-	struct inode *dir;
 
 	if (!inode || !d || (inode->i_mode & S_IFMT) != S_IFREG || d == file->f_path.mnt->mnt_root)
-		return 0;
+		return NULL;
 	p = d->d_parent;
 	if (!p || p == d)
+		return NULL;
+	return p->d_inode;
+}
+
+/* D's key in the LRU hash (addresses as numbers through the scratch: struct file_scratch). */
+static __always_inline int dir_key(struct file *file, struct inode *dir, __u64 run_cgid, struct fs_dir_key *k)
+{
+	__u32 zero = 0;
+	struct file_scratch *s = bpf_map_lookup_elem(&file_scratch, &zero);
+	volatile __u64 *addr;
+
+	if (!s || !dir)
 		return 0;
-	dir = p->d_inode;
-	if (!dir)
-		return 0;
-	/* the addresses as numbers (read, not cast: the verifier allows no arithmetic on pointers) */
-	if (bpf_probe_read_kernel(&k->dir, sizeof(k->dir), &p->d_inode) ||
-	    bpf_probe_read_kernel(&k->mnt, sizeof(k->mnt), &file->f_path.mnt))
-		return 0;
+	addr = s->addr;
+	addr[0] = (__u64)dir;
+	addr[1] = (__u64)file->f_path.mnt;
+	k->dir = addr[0];
+	k->mnt = addr[1];
 	k->ino = dir->i_ino;
 	k->run_cgid = run_cgid;
 	return 1;
 }
 
-/* Does D's slot allow `want` on this file (its own identity applied)? */
-static __noinline int dir_hit(struct file *file, __u64 run_cgid, const struct fs_epoch *e, __u32 want)
+/* Does D's slot c (its key k) allow `want` on this file (its own identity applied)? */
+static __always_inline int dir_slot_allows(struct file *file, const struct fs_dir_key *k, struct fs_dir_slot *c,
+					   const struct fs_epoch *e, __u32 want)
 {
-	struct inode *inode = file->f_inode;
-	struct fs_dir_key k = {};
-	struct fs_dir_slot *c;
+	volatile struct fs_dir_slot *v = c;
 	struct fs_epoch seen;
 	__u32 allow, ruleset, dirlen, nlen;
 	__u64 sum;
 
-	if (!dir_key(file, inode, run_cgid, &k))
-		return 0;
-	c = bpf_map_lookup_elem(&dir_cache, &k);
-	if (!c)
-		return 0;
-	seen.gen = c->epoch.gen;
-	seen.rename_seq = c->epoch.rename_seq;
-	seen.mount_seq = c->epoch.mount_seq;
-	allow = c->allow;
-	ruleset = c->ruleset;
-	dirlen = c->dirlen;
-	sum = c->sum;
+	seen.gen = v->epoch.gen;
+	seen.rename_seq = v->epoch.rename_seq;
+	seen.mount_seq = v->epoch.mount_seq;
+	allow = v->allow;
+	ruleset = v->ruleset;
+	dirlen = v->dirlen;
+	sum = v->sum;
 	if (seen.gen != e->gen || seen.rename_seq != e->rename_seq || seen.mount_seq != e->mount_seq)
 		return 0;
-	if (sum != dir_sum(&k, &seen, allow, ruleset, dirlen))
-		return 0; /* torn, or the element was reused */
+	if (sum != dir_sum(k, &seen, allow, ruleset, dirlen))
+		return 0; /* torn, or the slot was reused */
 	/* "D/name (deleted)" and its NUL must fit, or d_path would have refused it */
 	nlen = file->f_path.dentry->d_name.len;
 	if (dirlen + nlen + 12 > CUSTODE_PATH_MAX)
 		return 0;
 	if (want & ~allow)
 		return 0;
-	return !(want & ~identity_mask(ruleset, inode));
+	return !(want & ~identity_mask(ruleset, file->f_inode));
+}
+
+/* Does D's slot allow `want` on this file (its own identity applied)? */
+static __noinline int dir_hit(struct file *file, __u64 run_cgid, const struct fs_epoch *e, __u32 want)
+{
+	struct inode *dir = dir_of(file, file->f_inode);
+	struct fs_dir_key k = {};
+	struct fs_dir_islot *is;
+	struct fs_dir_slot *c;
+
+	if (!dir)
+		return 0;
+	if (custode_dir_storage) {
+		is = bpf_inode_storage_get(&dir_slot, dir, 0, 0);
+		if (!is)
+			return 0;
+		/* M as the slot holds it (a number), if it is this file's */
+		k.mnt = *(volatile __u64 *)&is->k.mnt;
+		if (k.mnt != (__u64)file->f_path.mnt)
+			return 0;
+		k.run_cgid = run_cgid;
+		return dir_slot_allows(file, &k, &is->v, e, want);
+	}
+	if (!dir_key(file, dir, run_cgid, &k))
+		return 0;
+	c = bpf_map_lookup_elem(&dir_cache, &k);
+	if (!c)
+		return 0;
+	return dir_slot_allows(file, &k, c, e, want);
 }
 
 /*
@@ -623,13 +690,16 @@ static __noinline int dir_hit(struct file *file, __u64 run_cgid, const struct fs
  */
 static __noinline int dir_store(struct who *w, struct file *file, long len, __u32 up, const struct fs_epoch *e)
 {
+	struct inode *dir = dir_of(file, file->f_inode);
 	struct custode_path_key *key;
 	struct custode_path_rule *rule;
 	struct fs_dir_key k = {};
 	struct fs_dir_slot v = {};
+	volatile struct fs_dir_islot *is;
+	volatile __u64 *addr;
 	__u32 nlen, dirlen;
 
-	if (!w->s || !w->run || !dir_key(file, file->f_inode, w->run_cgid, &k))
+	if (!w->s || !w->run || !dir)
 		return 0;
 	nlen = file->f_path.dentry->d_name.len;
 	if (len < 3 || len > CUSTODE_PATH_MAX || nlen + 2 > len)
@@ -648,8 +718,31 @@ static __noinline int dir_store(struct who *w, struct file *file, long len, __u3
 	v.allow = rule->allow & up;
 	v.ruleset = w->run->ruleset;
 	v.dirlen = dirlen;
-	v.sum = dir_sum(&k, &v.epoch, v.allow, v.ruleset, v.dirlen);
-	return bpf_map_update_elem(&dir_cache, &k, &v, BPF_ANY) == 0;
+	if (!custode_dir_storage) {
+		if (!dir_key(file, dir, w->run_cgid, &k))
+			return 0;
+		v.sum = dir_sum(&k, &v.epoch, v.allow, v.ruleset, v.dirlen);
+		return bpf_map_update_elem(&dir_cache, &k, &v, BPF_ANY) == 0;
+	}
+	is = bpf_inode_storage_get(&dir_slot, dir, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!is)
+		return 0;
+	addr = w->s->addr;
+	addr[0] = (__u64)file->f_path.mnt;
+	k.mnt = addr[0];
+	k.run_cgid = w->run_cgid;
+	/* the checksum last: a reader between these stores sees a slot that doesn't validate */
+	is->v.sum = 0;
+	is->k.mnt = k.mnt;
+	is->k.run_cgid = k.run_cgid;
+	is->v.epoch.gen = v.epoch.gen;
+	is->v.epoch.rename_seq = v.epoch.rename_seq;
+	is->v.epoch.mount_seq = v.epoch.mount_seq;
+	is->v.allow = v.allow;
+	is->v.ruleset = v.ruleset;
+	is->v.dirlen = v.dirlen;
+	is->v.sum = dir_sum(&k, &v.epoch, v.allow, v.ruleset, v.dirlen);
+	return 1;
 }
 
 /*
@@ -850,10 +943,13 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 		    inode->i_sb->s_magic != CUSTODE_DEVPTS_SUPER_MAGIC && inode->i_sb->s_magic != MQUEUE_MAGIC &&
 		    fs_epoch_now(&epoch);
 	if (cacheable) {
+		/* D's slot first where it is one storage lookup: a file it decides has no slot of its own */
+		if (custode_dir_storage && dir_hit(file, run_cgid, &epoch, a.want))
+			return 0;
 		slot = bpf_inode_storage_get(&file_cache, inode, 0, 0);
 		if (slot && cache_hit(slot, run_cgid, mnt, &epoch, a.want))
 			return 0;
-		if (dir_hit(file, run_cgid, &epoch, a.want))
+		if (!custode_dir_storage && dir_hit(file, run_cgid, &epoch, a.want))
 			return 0;
 	}
 

@@ -74,6 +74,16 @@ struct {
 	CUSTODE_PIN_BY_NAME(custode_identities);
 } custode_identities SEC(".maps");
 
+/* How many restricting identities hash to each slot (include/custode/abi.h): 0 = no lookup needed. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CUSTODE_IDENTITY_FILTER_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	CUSTODE_PIN_BY_NAME(custode_identity_filter);
+} custode_identity_filter SEC(".maps");
+
 /*
  * The file decision cache's generation: bumped by the kernel on unlink,
  * rmdir, link (any process) and by userspace when a run is cancelled,

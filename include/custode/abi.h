@@ -10,7 +10,7 @@
 #include "custode/types.h"
 #include "custode/reasons.h"
 
-#define CUSTODE_ABI_VERSION 7 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted); resolver listeners in runs' network namespaces (custode_dns_netns, custode_dns_netns_seen, custode_dns_wake; custode_dns_cfg.gen); set-up newcomers (custode_newcomers); 7: the count of newcomer marks (custode_newcomers_live) */
+#define CUSTODE_ABI_VERSION 8 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted); resolver listeners in runs' network namespaces (custode_dns_netns, custode_dns_netns_seen, custode_dns_wake; custode_dns_cfg.gen); set-up newcomers (custode_newcomers); 7: the count of newcomer marks (custode_newcomers_live); 8: the restricting-identity filter (custode_identity_filter) */
 
 /* bpffs layout of the pinned engine */
 #define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"
@@ -129,6 +129,24 @@ enum custode_identity_flags {
 	/* the rule narrows its parent (or denies): it holds for this inode whatever path reaches it */
 	CUSTODE_IDENTITY_RESTRICTS = 1u << 0,
 };
+
+/*
+ * Map custode_identity_filter (an mmapable array of __u64, one per slot):
+ * how many restricting identities (CUSTODE_IDENTITY_RESTRICTS) of all live
+ * rule sets hash to each slot. A 0 spares the engine the custode_identities
+ * lookup for an inode: none of any run restricts it. Userspace adds to a
+ * slot (atomically, through the mapping) before it adds the identity, and
+ * takes away only for an identity it deleted; a count left high costs a
+ * lookup, never a missed restriction.
+ */
+#define CUSTODE_IDENTITY_FILTER_SLOTS 4096u
+
+static inline __u32 custode_identity_slot(__u64 dev, __u64 ino)
+{
+	__u64 h = (ino ^ (dev << 40) ^ (dev >> 24)) * 0x9e3779b97f4a7c15ull;
+
+	return (__u32)(h >> 52); /* the top 12 bits: CUSTODE_IDENTITY_FILTER_SLOTS */
+}
 
 /*
  * Key of map custode_net_rules (an LPM trie): an egress grant of

@@ -21,6 +21,7 @@
 	X(COUNTERS, custode_counters)                 \
 	X(PATH_RULES, custode_path_rules)             \
 	X(IDENTITIES, custode_identities)             \
+	X(IDENTITY_FILTER, custode_identity_filter)   \
 	X(FS_GEN, custode_fs_gen)                     \
 	X(EVENTS, custode_events)                     \
 	X(STATS, custode_stats)                       \

@@ -14,7 +14,9 @@
 #   seccomp     the runs' seccomp filter alone (build/tools/bench/seccomponly)
 #   landlock N  Landlock, system rules + /tmp/fo + N unrelated directory rules
 #   unconfined  engine loaded, process in no run
-#   custode N   inside a run whose policy has the same rules (custode run --policy)
+#   custode N   inside a run whose policy has the same rules (custode run --policy),
+#               and /etc/shadow denied, as the built-in profiles do: a restricting
+#               identity, so the identity filter is in use as on a real host
 # Every configuration runs as nobody (a run's CMD does) from a cgroup at the
 # depth of a run's. Each round measures its configurations back to back and
 # gives paired ratios; the figures are the median [min-max] over rounds.
@@ -39,6 +41,7 @@ policy() { # N → a policy file: the system rules, the tree, the fifos, N extra
 		printf '{"path":"/usr","allow":["read","exec"]},{"path":"/bin","allow":["read","exec"]},'
 		printf '{"path":"/sbin","allow":["read","exec"]},{"path":"/lib","allow":["read","exec"]},'
 		printf '{"path":"/lib64","allow":["read","exec"]},{"path":"/etc","allow":["read"]},'
+		printf '{"path":"/etc/shadow","allow":[]},'
 		printf '{"path":"/tmp/fo","allow":["read"]},{"path":"/tmp/fosync","allow":["read","write"]}'
 		j=0
 		while [ $j -lt "$1" ]; do printf ',{"path":"/tmp/bench/d%s","allow":["read"]}' $j; j=$((j + 1)); done

@@ -314,6 +314,15 @@ int custode_cmd_engine(int argc, char **argv)
 					    json_string(rc > 0 ? "cgroup-storage" : rc == 0 ? "off" : "absent"));
 		}
 		{
+			int dd = custode_engine_dir_decisions();
+
+			long long ids = custode_engine_identity_filter_total();
+
+			json_object_set_new(o, "dir_decisions",
+					    json_string(dd > 0 ? "inode-storage" : dd == 0 ? "lru-hash" : "absent"));
+			json_object_set_new(o, "restricting_identities", ids >= 0 ? json_integer(ids) : json_null());
+		}
+		{
 			long long nc = custode_engine_newcomers_live();
 
 			json_object_set_new(o, "newcomers", nc >= 0 ? json_integer(nc) : json_null());

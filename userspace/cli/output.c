@@ -50,6 +50,11 @@ void custode_print_engine_status(const json_t *st, FILE *f)
 	fprintf(f, "%-16s %lld\n", "runs", num(st, "runs"));
 	fprintf(f, "%-16s %lld (%lld dropped)\n", "events", num(st, "events"), num(st, "events_dropped"));
 	fprintf(f, "%-16s %s\n", "run cache", str(st, "run_cache"));
+	if (json_is_string(json_object_get(st, "dir_decisions")))
+		fprintf(f, "%-16s %s\n", "dir decisions", str(st, "dir_decisions"));
+	if (json_is_integer(json_object_get(st, "restricting_identities")))
+		fprintf(f, "%-16s %lld (counted in custode_identity_filter)\n", "restrictions",
+			num(st, "restricting_identities"));
 	if (json_is_integer(json_object_get(st, "newcomers")))
 		fprintf(f, "%-16s %lld (processes of containers in set-up below attached cgroups)\n", "newcomers",
 			num(st, "newcomers"));

@@ -29,6 +29,7 @@ static void engine_reset_fds(struct custode_engine *e)
 {
 	e->runs_fd = e->counters_fd = e->rules_fd = e->events_fd = e->stats_fd = e->meta_fd = -1;
 	e->net_rules_fd = e->net_private_fd = e->net_inbound_fd = e->pins_fd = e->users_fd = e->identities_fd = -1;
+	e->identity_filter = NULL;
 }
 
 static int ensure_bpffs(struct custode_refusal *why)
@@ -151,6 +152,7 @@ void custode_engine_close(struct custode_engine *e)
 	close_fd(&e->pins_fd);
 	close_fd(&e->users_fd);
 	close_fd(&e->identities_fd);
+	custode_engine_unmap_filter(e);
 }
 
 /* Close the map fds but keep our place among the engine's users. */

@@ -26,6 +26,7 @@ struct custode_engine {
 	int meta_fd;
 	int users_fd;       /* CUSTODE_STATE_DIR/engine.users, flock'ed shared while the engine is open */
 	int identities_fd;
+	__u64 *identity_filter; /* custode_identity_filter mapped, or NULL: engine/rules.c */
 	int net_rules_fd;   /* egress maps: -1 unless the egress class is loaded */
 	int net_private_fd;
 	int net_inbound_fd;
@@ -95,6 +96,18 @@ int custode_engine_run_cache(void);
  * no engine object that marks them is loaded.
  */
 long long custode_engine_newcomers_live(void);
+/*
+ * Where the loaded file class keeps its directory decisions (bpf/file.bpf.c):
+ * 1 on the directory's inode, 0 in the LRU hash, -errno if no file class is
+ * loaded or it can't be told.
+ */
+int custode_engine_dir_decisions(void);
+/*
+ * The sum of custode_identity_filter's counts: the restricting identities of
+ * live rule sets (more if some were never uncounted: a launcher killed
+ * mid-way); -errno without an engine.
+ */
+long long custode_engine_identity_filter_total(void);
 
 /* Invalidate the run cache: after every change to custode_runs or custode_gates (register/unregister do it). */
 int custode_engine_bump_runs_gen(void);

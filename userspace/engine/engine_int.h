@@ -30,6 +30,8 @@ int engine_unpin_all(void);
  * no class was recorded): any pins, then the directories.
  */
 void engine_clear_unrecorded(void);
+/* Unmap custode_identity_filter if this process mapped it (engine/rules.c). */
+void custode_engine_unmap_filter(struct custode_engine *e);
 /* rmdir root/links, root/maps and root, each only if it is empty. */
 void engine_rmdir_empty_pins(const char *root);
 

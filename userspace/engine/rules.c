@@ -8,11 +8,14 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "engine/engine.h"
 #include "engine/engine_int.h"
+#include "engine/maps.h"
 
 #define KERNEL_ENOTSUPP 524 /* what bpf() says of a batch operation a map type lacks */
 
@@ -77,12 +80,108 @@ static int update_keys(int fd, const void *keys, const void *vals, size_t n, siz
 	return 0;
 }
 
+/*
+ * The restricting-identity filter (include/custode/abi.h), mapped on first
+ * use: the counts are shared by every process that adds or deletes rules,
+ * so they change by atomic adds through the mapping. NULL (errno set) if it
+ * can't be opened or mapped.
+ */
+#define IDENTITY_FILTER_BYTES ((size_t)CUSTODE_IDENTITY_FILTER_SLOTS * sizeof(__u64))
+
+static __u64 *identity_filter(struct custode_engine *e)
+{
+	void *p;
+	int fd;
+
+	if (e->identity_filter)
+		return e->identity_filter;
+	if ((fd = custode_map_open(CUSTODE_MAP_IDENTITY_FILTER)) < 0)
+		return NULL;
+	p = mmap(NULL, IDENTITY_FILTER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return NULL;
+	return e->identity_filter = p;
+}
+
+void custode_engine_unmap_filter(struct custode_engine *e)
+{
+	if (e->identity_filter)
+		munmap(e->identity_filter, IDENTITY_FILTER_BYTES);
+	e->identity_filter = NULL;
+}
+
+long long custode_engine_identity_filter_total(void)
+{
+	long long total = 0;
+	__u64 *filter;
+	int fd = custode_map_open(CUSTODE_MAP_IDENTITY_FILTER);
+
+	if (fd < 0)
+		return -errno;
+	filter = mmap(NULL, IDENTITY_FILTER_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (filter == MAP_FAILED)
+		return -errno;
+	for (size_t i = 0; i < CUSTODE_IDENTITY_FILTER_SLOTS; i++)
+		total += (long long)__atomic_load_n(&filter[i], __ATOMIC_RELAXED);
+	munmap(filter, IDENTITY_FILTER_BYTES);
+	return total;
+}
+
+static bool identity_restricts(const struct custode_identity *v)
+{
+	return v->flags & CUSTODE_IDENTITY_RESTRICTS;
+}
+
+/* Count the restricting identities of rs in the filter, before they exist in the map. */
+static int count_identities(struct custode_engine *e, const struct custode_fs_ruleset *rs)
+{
+	__u64 *filter = NULL;
+
+	for (size_t i = 0; i < rs->n_ids; i++) {
+		if (!identity_restricts(&rs->ids[i].val))
+			continue;
+		if (!filter && !(filter = identity_filter(e)))
+			return -errno; /* unable to count it: the restriction can't go in */
+		__atomic_fetch_add(&filter[custode_identity_slot(rs->ids[i].key.dev, rs->ids[i].key.ino)], 1,
+				   __ATOMIC_SEQ_CST);
+	}
+	return 0;
+}
+
+/*
+ * Delete identities by key, each taken out with its value so that exactly
+ * one deleter uncounts a restricting one. Without the filter mapped the
+ * counts stay high: lookups, never a missed restriction.
+ */
+static int delete_identity_keys(struct custode_engine *e, const struct custode_identity_key *keys, size_t n,
+				size_t *deleted)
+{
+	struct custode_identity val;
+	__u64 *filter = NULL;
+	int err = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (bpf_map_lookup_and_delete_elem(e->identities_fd, &keys[i], &val) < 0) {
+			if (errno != ENOENT && !err)
+				err = -errno;
+			continue;
+		}
+		if (deleted)
+			(*deleted)++;
+		if (identity_restricts(&val) && (filter || (filter = identity_filter(e))))
+			__atomic_fetch_sub(&filter[custode_identity_slot(keys[i].dev, keys[i].ino)], 1, __ATOMIC_SEQ_CST);
+	}
+	return err;
+}
+
 int custode_engine_add_rules(struct custode_engine *e, __u32 ruleset, const struct custode_fs_ruleset *rs)
 {
 	struct custode_path_key *keys;
 	struct custode_path_rule *vals;
 	size_t n;
-	int err = 0;
+	int err = count_identities(e, rs);
 
 	for (size_t i = 0; i < rs->n_ids && !err; i++)
 		if (bpf_map_update_elem(e->identities_fd, &rs->ids[i].key, &rs->ids[i].val, BPF_ANY) < 0)
@@ -101,9 +200,12 @@ int custode_engine_delete_rules(struct custode_engine *e, __u32 ruleset, const s
 {
 	int err = 0;
 
-	for (size_t i = 0; i < rs->n_ids; i++)
-		if (bpf_map_delete_elem(e->identities_fd, &rs->ids[i].key) < 0 && errno != ENOENT && !err)
-			err = -errno;
+	for (size_t i = 0; i < rs->n_ids; i++) {
+		int r = delete_identity_keys(e, &rs->ids[i].key, 1, NULL);
+
+		if (r && !err)
+			err = r;
+	}
 	for (size_t i = 0; i < rs->n; i++) {
 		struct custode_path_key keys[2];
 		int n = custode_rule_keys(&rs->rules[i], ruleset, keys);
@@ -236,8 +338,8 @@ static int delete_keys(int fd, const struct keyset *ks, size_t *deleted)
  * run being torn down) go in the next one. A retired rule set gets no new
  * keys (no run points to it, so nobody adds to it): one pass.
  */
-static int delete_matching(int fd, size_t key_size, bool (*match)(const void *key, const void *arg), const void *arg,
-			   bool settle)
+static int delete_matching_with(int fd, size_t key_size, bool (*match)(const void *key, const void *arg),
+				const void *arg, bool settle, struct custode_engine *ids_of)
 {
 	struct bpf_map_info info;
 	__u32 len = sizeof(info);
@@ -260,11 +362,19 @@ static int delete_matching(int fd, size_t key_size, bool (*match)(const void *ke
 			ks.n = 0;
 			err = collect_by_key(fd, match, arg, &ks);
 		}
-		if (!err)
+		if (!err && ids_of) /* identities: each uncounted from the filter as it goes */
+			err = delete_identity_keys(ids_of, (const struct custode_identity_key *)ks.keys, ks.n, &deleted);
+		else if (!err)
 			err = delete_keys(fd, &ks, &deleted);
 	} while (settle && !err && deleted);
 	free(ks.keys);
 	return err;
+}
+
+static int delete_matching(int fd, size_t key_size, bool (*match)(const void *key, const void *arg), const void *arg,
+			   bool settle)
+{
+	return delete_matching_with(fd, key_size, match, arg, settle, NULL);
 }
 
 static bool identity_key_of(const void *key, const void *arg)
@@ -294,7 +404,7 @@ static bool path_key_of(const void *key, const void *arg)
 
 int custode_engine_delete_ruleset(struct custode_engine *e, __u32 ruleset)
 {
-	delete_matching(e->identities_fd, sizeof(struct custode_identity_key), identity_key_of, &ruleset, false);
+	delete_matching_with(e->identities_fd, sizeof(struct custode_identity_key), identity_key_of, &ruleset, false, e);
 	return delete_matching(e->rules_fd, sizeof(struct custode_path_key), path_key_of, &ruleset, false);
 }
 

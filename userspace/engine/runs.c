@@ -80,6 +80,47 @@ int custode_engine_run_cache(void)
 	return active;
 }
 
+int custode_engine_dir_decisions(void)
+{
+	struct bpf_link_info link;
+	struct bpf_prog_info prog;
+	__u32 ids[64], n, len;
+	int lfd = custode_link_open("custode_file_open"), pfd, answer = -ENOENT;
+
+	if (lfd < 0)
+		return -errno;
+	memset(&link, 0, sizeof(link));
+	len = sizeof(link);
+	if (bpf_obj_get_info_by_fd(lfd, &link, &len) < 0 || (pfd = bpf_prog_get_fd_by_id(link.prog_id)) < 0) {
+		answer = -errno;
+		close(lfd);
+		return answer;
+	}
+	close(lfd);
+	memset(&prog, 0, sizeof(prog));
+	prog.nr_map_ids = sizeof(ids) / sizeof(ids[0]);
+	prog.map_ids = (__u64)(unsigned long)ids;
+	len = sizeof(prog);
+	if (bpf_obj_get_info_by_fd(pfd, &prog, &len) < 0)
+		answer = -errno;
+	close(pfd);
+	n = prog.nr_map_ids < sizeof(ids) / sizeof(ids[0]) ? prog.nr_map_ids : sizeof(ids) / sizeof(ids[0]);
+	/* the loader shrinks the map it doesn't use to one entry (engine/load.c, fit_dir_cache) */
+	for (__u32 i = 0; answer == -ENOENT && i < n; i++) {
+		struct bpf_map_info m;
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+
+		if (mfd < 0)
+			continue;
+		memset(&m, 0, sizeof(m));
+		len = sizeof(m);
+		if (bpf_obj_get_info_by_fd(mfd, &m, &len) == 0 && !strcmp(m.name, "dir_cache"))
+			answer = m.max_entries == 1;
+		close(mfd);
+	}
+	return answer;
+}
+
 long long custode_engine_newcomers_live(void)
 {
 	__u32 zero = 0;
