@@ -1184,9 +1184,9 @@ CUSTODE_LSM(bprm_creds_for_exec, custode_proc_exec_begins, struct linux_binprm *
  */
 CUSTODE_TRACED_PREFIX("tp_btf/sched_process_exit", custode_proc_exit, struct task_struct *p)
 {
-	if (!p || !custode_newcomers_possible() || p->signal->live.counter != 0)
+	if (!p || p->signal->live.counter != 0)
 		return 0;
-	newcomer_clear(p->group_leader);
+	newcomer_clear(p->group_leader); /* nothing when no mark can exist (custode_newcomers_possible) */
 	return 0;
 }
 
