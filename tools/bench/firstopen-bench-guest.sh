@@ -13,6 +13,9 @@
 #   base        no custode engine loaded
 #   seccomp     the runs' seccomp filter alone (build/tools/bench/seccomponly)
 #   landlock N  Landlock, system rules + /tmp/fo + N unrelated directory rules
+#   llsec N     Landlock N under the runs' seccomp filter too (a Landlock sandbox with
+#               custode's syscall filter: any seccomp filter puts every syscall on the
+#               kernel's slower entry path)
 #   unconfined  engine loaded, process in no run
 #   custode N   inside a run whose policy has the same rules (custode run --policy),
 #               and /etc/shadow denied, as the built-in profiles do: a restricting
@@ -84,6 +87,7 @@ while [ $r -le "$R" ]; do
 	meas $r base incg fobench open --uid 65534
 	meas $r seccomp incg seccomponly fobench open --uid 65534
 	for n in $RULES; do meas $r "landlock$n" incg fobench open --uid 65534 --landlock "$n"; done
+	for n in $RULES; do meas $r "llsec$n" incg seccomponly fobench open --uid 65534 --landlock "$n"; done
 	"$B/custode" engine load >/dev/null
 	discard
 	meas $r unconfined incg fobench open --uid 65534
@@ -107,10 +111,10 @@ table() {
 		nr = split(rules, rl, " "); split(depths, dl, " ");
 		print title; s = sprintf("  %-22s", "depth"); for (i = 1; i <= nd; i++) s = s sprintf(" %22s", dl[i]); print s;
 		print " median ns/op"; ns("base"); ns("seccomp"); ns("unconfined");
-		for (k = 1; k <= nr; k++) { ns("custode" rl[k]); ns("landlock" rl[k]) }
+		for (k = 1; k <= nr; k++) { ns("custode" rl[k]); ns("landlock" rl[k]); ns("llsec" rl[k]) }
 		print " paired ratios, median [min-max] over " R " rounds";
 		ratio("seccomp", "base"); ratio("unconfined", "base");
-		for (k = 1; k <= nr; k++) { ratio("custode" rl[k], "base"); ratio("landlock" rl[k], "base"); ratio("custode" rl[k], "landlock" rl[k]); ratio("custode" rl[k], "seccomp") }
+		for (k = 1; k <= nr; k++) { ratio("custode" rl[k], "base"); ratio("landlock" rl[k], "base"); ratio("custode" rl[k], "landlock" rl[k]); ratio("custode" rl[k], "llsec" rl[k]); ratio("custode" rl[k], "seccomp") }
 	}' "$out"
 }
 echo "firstopen-bench: $N files per depth, $R rounds, rules $RULES, run cgroup depth $depth, $(uname -r)"
