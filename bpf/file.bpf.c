@@ -612,14 +612,28 @@ static __always_inline int dir_key(struct file *file, struct inode *dir, __u64 r
 	__u32 zero = 0;
 	struct file_scratch *s = bpf_map_lookup_elem(&file_scratch, &zero);
 	volatile __u64 *addr;
+	__u64 d, m, dc, mc;
 
 	if (!s || !dir)
 		return 0;
 	addr = s->addr;
 	addr[0] = (__u64)dir;
 	addr[1] = (__u64)file->f_path.mnt;
-	k->dir = addr[0];
-	k->mnt = addr[1];
+	d = addr[0];
+	m = addr[1];
+	/*
+	 * A program preempted here could find the scratch rewritten by another
+	 * on this CPU: no key then. The check is on opaque copies, so that the
+	 * compiler can't use the pointers for the numbers where they are equal.
+	 */
+	dc = d;
+	mc = m;
+	CUSTODE_OPAQUE(dc);
+	CUSTODE_OPAQUE(mc);
+	if (dc != (__u64)dir || mc != (__u64)file->f_path.mnt)
+		return 0;
+	k->dir = d;
+	k->mnt = m;
 	k->ino = dir->i_ino;
 	k->run_cgid = run_cgid;
 	return 1;
@@ -661,6 +675,7 @@ static __noinline int dir_hit(struct file *file, __u64 run_cgid, const struct fs
 	struct fs_dir_key k = {};
 	struct fs_dir_islot *is;
 	struct fs_dir_slot *c;
+	__u64 mc;
 
 	if (!dir)
 		return 0;
@@ -668,9 +683,11 @@ static __noinline int dir_hit(struct file *file, __u64 run_cgid, const struct fs
 		is = bpf_inode_storage_get(&dir_slot, dir, 0, 0);
 		if (!is)
 			return 0;
-		/* M as the slot holds it (a number), if it is this file's */
+		/* M as the slot holds it (a number), if it is this file's (checked on an opaque copy: see dir_key) */
 		k.mnt = *(volatile __u64 *)&is->k.mnt;
-		if (k.mnt != (__u64)file->f_path.mnt)
+		mc = k.mnt;
+		CUSTODE_OPAQUE(mc);
+		if (mc != (__u64)file->f_path.mnt)
 			return 0;
 		k.run_cgid = run_cgid;
 		return dir_slot_allows(file, &k, &is->v, e, want);
@@ -698,6 +715,7 @@ static __noinline int dir_store(struct who *w, struct file *file, long len, __u3
 	volatile struct fs_dir_islot *is;
 	volatile __u64 *addr;
 	__u32 nlen, dirlen;
+	__u64 mc;
 
 	if (!w->s || !w->run || !dir)
 		return 0;
@@ -730,6 +748,10 @@ static __noinline int dir_store(struct who *w, struct file *file, long len, __u3
 	addr = w->s->addr;
 	addr[0] = (__u64)file->f_path.mnt;
 	k.mnt = addr[0];
+	mc = k.mnt;
+	CUSTODE_OPAQUE(mc);
+	if (mc != (__u64)file->f_path.mnt)
+		return 0; /* the scratch rewritten under us (see dir_key) */
 	k.run_cgid = w->run_cgid;
 	/* the checksum last: a reader between these stores sees a slot that doesn't validate */
 	is->v.sum = 0;
