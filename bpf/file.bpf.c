@@ -606,34 +606,40 @@ static __always_inline struct inode *dir_of(struct file *file, struct inode *ino
 	return p->d_inode;
 }
 
-/* D's key in the LRU hash (addresses as numbers through the scratch: struct file_scratch). */
-static __always_inline int dir_key(struct file *file, struct inode *dir, __u64 run_cgid, struct fs_dir_key *k)
+/*
+ * Is the number n the address ptr? Compared on an opaque copy of n, so that
+ * the compiler can't use the pointer for n where the two are equal (the
+ * verifier refuses arithmetic on a pointer, and n goes into dir_sum).
+ */
+static __always_inline int same_addr(__u64 n, __u64 ptr)
 {
-	__u32 zero = 0;
-	struct file_scratch *s = bpf_map_lookup_elem(&file_scratch, &zero);
-	volatile __u64 *addr;
-	__u64 d, m, dc, mc;
+	CUSTODE_OPAQUE(n);
+	return n == ptr;
+}
 
-	if (!s || !dir)
+/*
+ * ptr as a number in *out, through a scratch cell; 0 if the cell was
+ * rewritten under us (a program preempted here, and another on this CPU).
+ */
+static __always_inline int addr_number(volatile __u64 *cell, __u64 ptr, __u64 *out)
+{
+	__u64 n;
+
+	*cell = ptr;
+	n = *cell;
+	if (!same_addr(n, ptr))
 		return 0;
-	addr = s->addr;
-	addr[0] = (__u64)dir;
-	addr[1] = (__u64)file->f_path.mnt;
-	d = addr[0];
-	m = addr[1];
-	/*
-	 * A program preempted here could find the scratch rewritten by another
-	 * on this CPU: no key then. The check is on opaque copies, so that the
-	 * compiler can't use the pointers for the numbers where they are equal.
-	 */
-	dc = d;
-	mc = m;
-	CUSTODE_OPAQUE(dc);
-	CUSTODE_OPAQUE(mc);
-	if (dc != (__u64)dir || mc != (__u64)file->f_path.mnt)
+	*out = n;
+	return 1;
+}
+
+/* D's key in the LRU hash (the addresses as numbers through s's scratch cells). */
+static __always_inline int dir_key(struct file_scratch *s, struct file *file, struct inode *dir, __u64 run_cgid,
+				   struct fs_dir_key *k)
+{
+	if (!s || !dir || !addr_number(&s->addr[0], (__u64)dir, &k->dir) ||
+	    !addr_number(&s->addr[1], (__u64)file->f_path.mnt, &k->mnt))
 		return 0;
-	k->dir = d;
-	k->mnt = m;
 	k->ino = dir->i_ino;
 	k->run_cgid = run_cgid;
 	return 1;
@@ -675,7 +681,7 @@ static __noinline int dir_hit(struct file *file, __u64 run_cgid, const struct fs
 	struct fs_dir_key k = {};
 	struct fs_dir_islot *is;
 	struct fs_dir_slot *c;
-	__u64 mc;
+	__u32 zero = 0;
 
 	if (!dir)
 		return 0;
@@ -683,16 +689,14 @@ static __noinline int dir_hit(struct file *file, __u64 run_cgid, const struct fs
 		is = bpf_inode_storage_get(&dir_slot, dir, 0, 0);
 		if (!is)
 			return 0;
-		/* M as the slot holds it (a number), if it is this file's (checked on an opaque copy: see dir_key) */
+		/* M as the slot holds it (a number), if it is this file's */
 		k.mnt = *(volatile __u64 *)&is->k.mnt;
-		mc = k.mnt;
-		CUSTODE_OPAQUE(mc);
-		if (mc != (__u64)file->f_path.mnt)
+		if (!same_addr(k.mnt, (__u64)file->f_path.mnt))
 			return 0;
 		k.run_cgid = run_cgid;
 		return dir_slot_allows(file, &k, &is->v, e, want);
 	}
-	if (!dir_key(file, dir, run_cgid, &k))
+	if (!dir_key(bpf_map_lookup_elem(&file_scratch, &zero), file, dir, run_cgid, &k))
 		return 0;
 	c = bpf_map_lookup_elem(&dir_cache, &k);
 	if (!c)
@@ -713,9 +717,7 @@ static __noinline int dir_store(struct who *w, struct file *file, long len, __u3
 	struct fs_dir_key k = {};
 	struct fs_dir_slot v = {};
 	volatile struct fs_dir_islot *is;
-	volatile __u64 *addr;
 	__u32 nlen, dirlen;
-	__u64 mc;
 
 	if (!w->s || !w->run || !dir)
 		return 0;
@@ -737,7 +739,7 @@ static __noinline int dir_store(struct who *w, struct file *file, long len, __u3
 	v.ruleset = w->run->ruleset;
 	v.dirlen = dirlen;
 	if (!custode_dir_storage) {
-		if (!dir_key(file, dir, w->run_cgid, &k))
+		if (!dir_key(w->s, file, dir, w->run_cgid, &k))
 			return 0;
 		v.sum = dir_sum(&k, &v.epoch, v.allow, v.ruleset, v.dirlen);
 		return bpf_map_update_elem(&dir_cache, &k, &v, BPF_ANY) == 0;
@@ -745,13 +747,8 @@ static __noinline int dir_store(struct who *w, struct file *file, long len, __u3
 	is = bpf_inode_storage_get(&dir_slot, dir, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!is)
 		return 0;
-	addr = w->s->addr;
-	addr[0] = (__u64)file->f_path.mnt;
-	k.mnt = addr[0];
-	mc = k.mnt;
-	CUSTODE_OPAQUE(mc);
-	if (mc != (__u64)file->f_path.mnt)
-		return 0; /* the scratch rewritten under us (see dir_key) */
+	if (!addr_number(&w->s->addr[0], (__u64)file->f_path.mnt, &k.mnt))
+		return 0;
 	k.run_cgid = w->run_cgid;
 	/* the checksum last: a reader between these stores sees a slot that doesn't validate */
 	is->v.sum = 0;
