@@ -315,7 +315,6 @@ int custode_cmd_engine(int argc, char **argv)
 		}
 		{
 			int dd = custode_engine_dir_decisions();
-
 			long long ids = custode_engine_identity_filter_total();
 
 			json_object_set_new(o, "dir_decisions",

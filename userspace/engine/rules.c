@@ -88,20 +88,26 @@ static int update_keys(int fd, const void *keys, const void *vals, size_t n, siz
  */
 #define IDENTITY_FILTER_BYTES ((size_t)CUSTODE_IDENTITY_FILTER_SLOTS * sizeof(__u64))
 
+/* The pinned filter mapped with prot (flags: MAP_SHARED and these); NULL (errno set) on failure. */
+static __u64 *map_filter(int prot, int flags)
+{
+	int fd = custode_map_open(CUSTODE_MAP_IDENTITY_FILTER), err;
+	void *p;
+
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, IDENTITY_FILTER_BYTES, prot, MAP_SHARED | flags, fd, 0);
+	err = errno;
+	close(fd);
+	errno = err;
+	return p == MAP_FAILED ? NULL : p;
+}
+
 static __u64 *identity_filter(struct custode_engine *e)
 {
-	void *p;
-	int fd;
-
-	if (e->identity_filter)
-		return e->identity_filter;
-	if ((fd = custode_map_open(CUSTODE_MAP_IDENTITY_FILTER)) < 0)
-		return NULL;
-	p = mmap(NULL, IDENTITY_FILTER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return NULL;
-	return e->identity_filter = p;
+	if (!e->identity_filter)
+		e->identity_filter = map_filter(PROT_READ | PROT_WRITE, MAP_POPULATE);
+	return e->identity_filter;
 }
 
 void custode_engine_unmap_filter(struct custode_engine *e)
@@ -113,15 +119,10 @@ void custode_engine_unmap_filter(struct custode_engine *e)
 
 long long custode_engine_identity_filter_total(void)
 {
+	__u64 *filter = map_filter(PROT_READ, 0);
 	long long total = 0;
-	__u64 *filter;
-	int fd = custode_map_open(CUSTODE_MAP_IDENTITY_FILTER);
 
-	if (fd < 0)
-		return -errno;
-	filter = mmap(NULL, IDENTITY_FILTER_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (filter == MAP_FAILED)
+	if (!filter)
 		return -errno;
 	for (size_t i = 0; i < CUSTODE_IDENTITY_FILTER_SLOTS; i++)
 		total += (long long)__atomic_load_n(&filter[i], __ATOMIC_RELAXED);

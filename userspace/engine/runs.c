@@ -101,8 +101,11 @@ int custode_engine_dir_decisions(void)
 	prog.nr_map_ids = sizeof(ids) / sizeof(ids[0]);
 	prog.map_ids = (__u64)(unsigned long)ids;
 	len = sizeof(prog);
-	if (bpf_obj_get_info_by_fd(pfd, &prog, &len) < 0)
+	if (bpf_obj_get_info_by_fd(pfd, &prog, &len) < 0) {
 		answer = -errno;
+		close(pfd);
+		return answer; /* ids unfilled: never walk them */
+	}
 	close(pfd);
 	n = prog.nr_map_ids < sizeof(ids) / sizeof(ids[0]) ? prog.nr_map_ids : sizeof(ids) / sizeof(ids[0]);
 	/* the loader shrinks the map it doesn't use to one entry (engine/load.c, fit_dir_cache) */
