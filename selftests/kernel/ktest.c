@@ -337,6 +337,27 @@ json_t *ktest_events(void)
 	return arr;
 }
 
+json_t *ktest_engine_status(void)
+{
+	static struct ktest_result r;
+	char *argv[] = {(char *)ktest_custode(), "engine", "status", "--json", NULL};
+
+	if (ktest_run(argv, -1, 60000, &r) != 0) {
+		ktest_log("custode engine status failed (%d): %s", r.code, r.err);
+		return NULL;
+	}
+	return json_loads(r.out, 0, NULL);
+}
+
+long long ktest_engine_status_int(const char *field)
+{
+	json_t *o = ktest_engine_status(), *v = json_object_get(o, field);
+	long long n = json_is_integer(v) ? json_integer_value(v) : -1;
+
+	json_decref(o);
+	return n;
+}
+
 json_t *ktest_find_event(json_t *arr, const char *hook, const char *reason, const char *path)
 {
 	size_t i;

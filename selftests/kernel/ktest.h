@@ -113,6 +113,10 @@ struct ktest_dirs {
 bool ktest_make_dirs(struct ktest_dirs *d);
 bool ktest_write_file(const char *path, const char *content, int mode);
 
+/* `custode engine status --json`, parsed (the caller's to json_decref); NULL if it fails. */
+json_t *ktest_engine_status(void);
+/* An integer field of engine status (the engine's maps are custode's alone); -1 if absent or unknown. */
+long long ktest_engine_status_int(const char *field);
 /* Consume the engine's events (`custode events --json`) into a JSON array. */
 json_t *ktest_events(void);
 /* First event with this hook, reason and file path (path may be NULL); borrowed from arr. */

@@ -402,19 +402,7 @@ out:
 /* custode_newcomers_live, as `custode engine status --json` reports it (the engine's maps are custode's alone); -1 unknown. */
 static long long newcomers_live(void)
 {
-	static struct ktest_result r;
-	char *argv[] = {(char *)ktest_custode(), "engine", "status", "--json", NULL};
-	json_t *o, *v;
-	long long n = -1;
-
-	if (ktest_run(argv, -1, 60000, &r) != 0 || r.code != 0)
-		return -1;
-	o = json_loads(r.out, 0, NULL);
-	v = json_object_get(o, "newcomers");
-	if (json_is_integer(v))
-		n = json_integer_value(v);
-	json_decref(o);
-	return n;
+	return ktest_engine_status_int("newcomers");
 }
 
 /* The count once it is `want`, or the last one seen when it never got there (a loaded host may lag a little). */

@@ -15,8 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "ktest.h"
 
 /*
@@ -269,55 +267,42 @@ KTEST(dir_cache_exec_needs_exec)
 	ASSERT_CONTAINS(r.err, "file.exec.denied", "denials reported");
 }
 
-/* The filter's total count, as engine status says it (-1: unreadable). */
-static long long filter_total(void)
-{
-	static struct ktest_result r;
-	char *status[] = {(char *)ktest_custode(), "engine", "status", "--json", NULL};
-	json_t *o, *v;
-	long long n = -1;
-
-	if (ktest_run(status, -1, 60000, &r) != 0)
-		return -1;
-	o = json_loads(r.out, 0, NULL);
-	if ((v = json_object_get(o, "restricting_identities")) && json_is_integer(v))
-		n = json_integer_value(v);
-	json_decref(o);
-	return n;
-}
-
 /*
  * The filter that spares identity lookups (custode_identity_filter) counts
  * a run's restricting identities while the run lives (engine status sums
- * the counts: `restricting_identities`), and lets them go with it: a count left at 0 for a restricted inode would let a hard link to it
- * through a decided directory (the test above); one never taken back would
- * cost every later open of inodes of that slot a lookup.
+ * the counts: `restricting_identities`), and lets them go with it: a count
+ * left at 0 for a restricted inode would let a hard link to it through a
+ * decided directory (the test above); one never taken back would cost
+ * every later open of inodes of that slot a lookup.
  */
 KTEST(dir_cache_identity_filter_follows_the_run)
 {
 	static struct ktest_result r;
 	char *load[] = {(char *)ktest_custode(), "run", "--profile", "read", "--", "/bin/true", NULL};
 	struct dc c;
-	long long before, during, after;
+	long long before, during, after = -1;
 
 	ktest_need_lsm();
 	if (!ASSERT_EQ(ktest_run(load, -1, 120000, &r), 0, "a run loads the engine"))
 		return;
 	if (!ASSERT_TRUE(dc_prepare(&c, "dcfilter"), "fixture"))
 		return;
-	before = filter_total();
+	before = ktest_engine_status_int("restricting_identities");
 	if (!ASSERT_TRUE(before >= 0, "engine status counts restricting identities") ||
 	    !ASSERT_TRUE(dc_launch(&c), "the run"))
 		goto out;
-	during = filter_total();
+	during = ktest_engine_status_int("restricting_identities");
 	/* secret/ and mixed/x/secret at least */
 	ASSERT_TRUE(during >= before + 2, "the run's restrictions are counted");
 	EXPECT_OPEN(&c, "secret/key", "r", "EACCES", "secret/key denied");
 	dc_stop(&c);
 	c.up = false;
 	/* the launcher takes its rules out as it ends; whatever finishes that (gc) may come later */
-	for (int i = 0; (after = filter_total()) != before && i < ktest_slack(30000) / 50; i++)
+	for (int i = 0; i < ktest_slack(30000) / 50; i++) {
+		if ((after = ktest_engine_status_int("restricting_identities")) == before)
+			break;
 		usleep(50000);
+	}
 	if (!ASSERT_EQ(after, before, "the count goes with the run"))
 		ktest_log("  before %lld, during %lld, after %lld", before, during, after);
 out:

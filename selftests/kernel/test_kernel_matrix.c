@@ -78,7 +78,6 @@ KTEST(kernel_run_cache_where_the_kernel_has_it)
 {
 	static struct ktest_result r;
 	char *load[] = {(char *)ktest_custode(), "run", "--profile", "read", "--", "/bin/true", NULL};
-	char *status[] = {(char *)ktest_custode(), "engine", "status", "--json", NULL};
 	char *doctor[] = {(char *)ktest_custode(), "doctor", "--json", NULL};
 	bool want = kernel_version() >= 6002;
 	json_t *o;
@@ -87,8 +86,7 @@ KTEST(kernel_run_cache_where_the_kernel_has_it)
 	ASSERT_EQ(custode_kernel_has_cgrp_storage(), want, "cgroup storage exactly from 6.2");
 	if (!ASSERT_EQ(ktest_run(load, -1, 120000, &r), 0, "a run loads the engine"))
 		return;
-	ktest_run(status, -1, 60000, &r);
-	o = json_loads(r.out, 0, NULL);
+	o = ktest_engine_status();
 	ASSERT_STREQ(json_string_value(json_object_get(o, "run_cache")), want ? "cgroup-storage" : "off", "engine status");
 	json_decref(o);
 	ktest_run(doctor, -1, 60000, &r);
@@ -107,7 +105,6 @@ KTEST(kernel_dir_decisions_where_the_verifier_allows)
 {
 	static struct ktest_result r;
 	char *load[] = {(char *)ktest_custode(), "run", "--profile", "read", "--", "/bin/true", NULL};
-	char *status[] = {(char *)ktest_custode(), "engine", "status", "--json", NULL};
 	bool want = kernel_version() < 7000;
 	json_t *o;
 
@@ -115,8 +112,7 @@ KTEST(kernel_dir_decisions_where_the_verifier_allows)
 	ASSERT_EQ(custode_probe_parent_storage(), want, "d_parent's inode reaches inode storage before 7.0");
 	if (!ASSERT_EQ(ktest_run(load, -1, 120000, &r), 0, "a run loads the engine"))
 		return;
-	ktest_run(status, -1, 60000, &r);
-	o = json_loads(r.out, 0, NULL);
+	o = ktest_engine_status();
 	ASSERT_STREQ(json_string_value(json_object_get(o, "dir_decisions")), want ? "inode-storage" : "lru-hash",
 		     "engine status");
 	json_decref(o);
