@@ -98,12 +98,34 @@ static __always_inline void fs_gen_bump(void)
 		__sync_fetch_and_add(gen, 1);
 }
 
-/* Per-CPU scratch: the path being decided and the record being written. */
+/*
+ * Per-CPU scratch: the path being decided and the record being written.
+ *
+ * BPF-LSM programs run with migration disabled, not preemption: on a
+ * preemptible kernel (PREEMPT_LAZY, 7.x's default; preempt=full on any) a
+ * tick can stop a hook between writing its path here and looking it up,
+ * and another task's hook on the same CPU would write its own path over it
+ * — the first would then decide on the second one's path (a denied file
+ * opened with an allowed file's verdict, an allowed one refused).
+ * So a hook that needs the buffer claims one of its CPU's
+ * FILE_SCRATCH_SLOTS for itself (owner: the task, set by compare-and-swap
+ * from 0) and releases it when its verdict leaves (who_end). A hook
+ * preempted while holding a slot keeps it; the next one takes the next
+ * slot. Only with every slot held by a preempted hook does a claim take the
+ * last slot over (a steal), and then its holder, and any hook whose slot
+ * was taken, finds the owner changed when it ends (who_end) and refuses
+ * instead of deciding on what another task wrote: fail closed, never a
+ * decision on another task's path.
+ */
+#define FILE_SCRATCH_SLOTS CUSTODE_SCRATCH_SLOTS
+
 struct file_scratch {
+	struct custode_scratch_head h; /* owner and counts (include/custode/abi.h) */
 	/*
 	 * Kernel addresses as numbers: a pointer stored into a map value reads
 	 * back as a scalar (the verifier allows no arithmetic on pointers), for
 	 * the price of a store and a load instead of a bpf_probe_read_kernel.
+	 * Written without a claim (dir_hit): each use checks what it reads back.
 	 */
 	__u64 addr[2];
 	struct custode_pathbuf pb;
@@ -113,7 +135,7 @@ struct file_scratch {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, FILE_SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct file_scratch);
 } file_scratch SEC(".maps");
@@ -128,25 +150,80 @@ struct ask {
 	__u32 mode;
 };
 
-/* A run's context in one hook invocation. */
+/* A run's context in one hook invocation (zeroed by CUSTODE_LSM_WITH, ended by who_end). */
 struct who {
 	struct custode_run *run;
 	__u64 run_cgid;
-	int where;
-	struct file_scratch *s;
+	struct file_scratch *s; /* claimed, NULL until then */
+	__u64 me;               /* the owner value of the claim */
 };
 
-/* Find the run and the scratch; 0 = not in a run (allow), 1 = decide. */
+/* A slot of this CPU's scratch for this hook alone (see struct file_scratch), or NULL. */
+static __always_inline struct file_scratch *scratch_claim(__u64 me)
+{
+	struct file_scratch *s = NULL;
+
+#pragma unroll
+	for (__u32 i = 0; i < FILE_SCRATCH_SLOTS; i++) {
+		__u32 k = i;
+
+		s = bpf_map_lookup_elem(&file_scratch, &k);
+		if (!s)
+			return NULL;
+		if (__sync_val_compare_and_swap(&s->h.owner, 0, me) == 0) {
+			s->h.claims++;
+			return s;
+		}
+	}
+	/* every slot is held by a preempted hook: take the last one over */
+	*(volatile __u64 *)&s->h.owner = me;
+	__sync_fetch_and_add(&s->h.steals, 1);
+	return s;
+}
+
+static __always_inline void who_claim(struct who *w)
+{
+	if (w->s)
+		return; /* one claim per invocation */
+	w->me = bpf_get_current_task();
+	w->s = scratch_claim(w->me);
+}
+
+/* Is w's slot still its own (nothing another task wrote since the claim)? */
+static __always_inline int who_holds(struct who *w)
+{
+	return w->s && *(volatile __u64 *)&w->s->h.owner == w->me;
+}
+
+/*
+ * The verdict v of an invocation, on its way out: its slot released; if
+ * another task took the slot meanwhile, what the hook read there may be that
+ * task's, so it refuses (-EACCES, counted in the slot's h.lost).
+ */
+static __always_inline int who_end(struct who *w, int v)
+{
+	struct file_scratch *s = w->s;
+
+	if (!s)
+		return v;
+	if (__sync_val_compare_and_swap(&s->h.owner, w->me, 0) == w->me)
+		return v;
+	__sync_fetch_and_add(&s->h.lost, 1);
+	return -EACCES;
+}
+
+/* A file hook: the body's `w` is its struct who, ended by who_end. */
+#define FILE_LSM(hook, name, args...) CUSTODE_LSM_WITH(hook, name, struct who, who_end, args)
+
+/* Find the run and claim the scratch; 0 = not in a run (allow), 1 = decide. */
 static __always_inline int who_init(struct who *w)
 {
-	__u32 zero = 0;
-
 	w->run = NULL;
 	w->run_cgid = 0;
-	w->where = custode_current_run(&w->run, &w->run_cgid);
-	if (w->where == CUSTODE_NOT_IN_RUN)
+	/* a run cgroup without an entry (unregistered) leaves w->run NULL */
+	if (custode_current_run(&w->run, &w->run_cgid) == CUSTODE_NOT_IN_RUN)
 		return 0;
-	w->s = bpf_map_lookup_elem(&file_scratch, &zero);
+	who_claim(w);
 	return 1;
 }
 
@@ -157,12 +234,9 @@ static __always_inline int who_init(struct who *w)
  */
 static __always_inline void who_init_run(struct who *w, __u64 run_cgid)
 {
-	__u32 zero = 0;
-
 	w->run_cgid = run_cgid;
 	w->run = bpf_map_lookup_elem(&custode_runs, &run_cgid);
-	w->where = w->run ? CUSTODE_IN_RUN : CUSTODE_UNREGISTERED;
-	w->s = bpf_map_lookup_elem(&file_scratch, &zero);
+	who_claim(w);
 }
 
 /* Direct BTF loads (one guarded load each), not bpf_probe_read_kernel calls: this is the hot path. */
@@ -228,7 +302,9 @@ static __always_inline void file_event(struct who *w, const struct ask *a, __u32
 	if (n > sizeof(struct custode_event) + CUSTODE_PATH_MAX)
 		n = sizeof(struct custode_event) + CUSTODE_PATH_MAX;
 	ev->size = n;
-	custode_event_output(ev, n);
+	/* the record as this hook wrote it, or none (who_end refuses then) */
+	if (who_holds(w))
+		custode_event_output(ev, n);
 }
 
 /*
@@ -259,7 +335,7 @@ static __always_inline int run_gate(struct who *w, const struct ask *a, int *ret
 		*ret = -EACCES; /* cannot happen; deny rather than allow */
 		return 0;
 	}
-	if (w->where == CUSTODE_UNREGISTERED || !w->run) {
+	if (!w->run) { /* unregistered */
 		*ret = deny(w, a, CUSTODE_REASON_RUN_UNREGISTERED);
 		return 0;
 	}
@@ -734,6 +810,9 @@ static __noinline int dir_store(struct who *w, struct file *file, long len, __u3
 	rule = bpf_map_lookup_elem(&custode_path_rules, key);
 	if (!rule || !(rule->flags & CUSTODE_PATH_RULE_NOTHING_BELOW))
 		return 0;
+	/* everything read from the scratch is read: still this hook's? */
+	if (!who_holds(w))
+		return 0;
 	v.epoch = *e;
 	v.allow = rule->allow & up;
 	v.ruleset = w->run->ruleset;
@@ -906,11 +985,10 @@ static __always_inline bool kernel_knob(struct inode *inode)
  * A subprogram, not inlined: file_open is at the edge of 6.1's verifier
  * limit, and a call that returns only a number leaves its state as it was.
  */
-static __noinline int open_write_scope(struct file *file, __u32 want)
+static __always_inline int write_scope(struct who *w, struct file *file, __u32 want)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN, .want = want};
 	struct inode *inode = file->f_inode;
-	struct who w;
 	int knob;
 
 	if (!inode)
@@ -918,26 +996,33 @@ static __noinline int open_write_scope(struct file *file, __u32 want)
 	knob = kernel_knob(inode);
 	if (!knob && inode->i_sb->s_magic != PROC_SUPER_MAGIC)
 		return 1;
-	if (!who_init(&w))
+	if (!who_init(w))
 		return 1;
 	ask_inode(&a, inode);
-	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
+	D_PATH_CHECKED(w, &a, &file->f_path, file->f_path.mnt);
 	if (knob)
-		return deny(&w, &a, CUSTODE_REASON_FILE_KERNEL_DENIED);
+		return deny(w, &a, CUSTODE_REASON_FILE_KERNEL_DENIED);
 	/* an unregistered or cancelled run: custode_file_open refuses everything */
-	if (w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) && proc_foreign(&w, inode))
-		return deny(&w, &a, CUSTODE_REASON_FILE_PROC_DENIED);
+	if (w->run && !(w->run->flags & CUSTODE_RUN_CANCELLED) && proc_foreign(w, inode))
+		return deny(w, &a, CUSTODE_REASON_FILE_PROC_DENIED);
 	return 1;
 }
 
-CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
+/* With a claim of its own, ended before file_open goes on (and claims again if it must). */
+static __noinline int open_write_scope(struct file *file, __u32 want)
+{
+	struct who w = {};
+
+	return who_end(&w, write_scope(&w, file, want));
+}
+
+FILE_LSM(file_open, custode_file_open, struct file *file, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN};
 	struct fs_cache_slot *slot = NULL;
 	struct fs_epoch epoch = {};
 	struct inode *inode;
 	struct dentry *dentry;
-	struct who w;
 	__u64 run_cgid, mnt;
 	__u32 allow, up;
 	int r, cacheable, migrate;
@@ -972,69 +1057,69 @@ CUSTODE_LSM(file_open, custode_file_open, struct file *file, int ret)
 			return 0;
 	}
 
-	who_init_run(&w, run_cgid);
+	who_init_run(w, run_cgid);
 	ask_inode(&a, inode);
-	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
+	D_PATH_CHECKED(w, &a, &file->f_path, file->f_path.mnt);
 	/*
 	 * Before the policy, and for every live run whatever its policy (also
 	 * runs without a file section): no process leaves the run through
 	 * cgroupfs. Unregistered and cancelled runs are denied by run_gate.
 	 */
-	if (migrate && w.s && w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) && !cgroup_file_in_run(inode, w.run_cgid))
-		return deny(&w, &a, CUSTODE_REASON_FILE_CGROUP_ESCAPE_DENIED);
+	if (migrate && w->s && w->run && !(w->run->flags & CUSTODE_RUN_CANCELLED) && !cgroup_file_in_run(inode, w->run_cgid))
+		return deny(w, &a, CUSTODE_REASON_FILE_CGROUP_ESCAPE_DENIED);
 	/*
 	 * Every live run, whatever its policy grants: no terminal of a session
 	 * led from outside the run (another login's /dev/pts/N: reading what is
 	 * typed there, writing a fake prompt), and none of the host's own
 	 * terminals (consoles, serial lines: bpf/lib/tty.bpf.h).
 	 */
-	if (w.s && w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) &&
-	    (pty_foreign(file, w.run_cgid) || custode_host_terminal(inode)))
-		return deny(&w, &a, CUSTODE_REASON_FILE_TTY_DENIED);
-	if (w.s && w.run && (w.run->flags & CUSTODE_RUN_PROCESS) && !(w.run->flags & CUSTODE_RUN_CANCELLED) &&
-	    mqueue_foreign(inode, w.run_cgid))
-		return deny(&w, &a, CUSTODE_REASON_PROCESS_IPC_DENIED);
-	if (!run_gate(&w, &a, &r))
+	if (w->s && w->run && !(w->run->flags & CUSTODE_RUN_CANCELLED) &&
+	    (pty_foreign(file, w->run_cgid) || custode_host_terminal(inode)))
+		return deny(w, &a, CUSTODE_REASON_FILE_TTY_DENIED);
+	if (w->s && w->run && (w->run->flags & CUSTODE_RUN_PROCESS) && !(w->run->flags & CUSTODE_RUN_CANCELLED) &&
+	    mqueue_foreign(inode, w->run_cgid))
+		return deny(w, &a, CUSTODE_REASON_PROCESS_IPC_DENIED);
+	if (!run_gate(w, &a, &r))
 		return r;
 	if (a.kobj)
-		return decide_kernel_object(&w, &a);
-	if (proc_foreign(&w, inode))
-		return deny(&w, &a, CUSTODE_REASON_FILE_PROC_DENIED);
-	if (a.len < 0 || a.len < 2 || custode_pathbuf_str(&w.s->pb)[0] != '/')
-		return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
-	allow = rules_allow(&w, a.len, NULL);
+		return decide_kernel_object(w, &a);
+	if (proc_foreign(w, inode))
+		return deny(w, &a, CUSTODE_REASON_FILE_PROC_DENIED);
+	if (a.len < 0 || a.len < 2 || custode_pathbuf_str(&w->s->pb)[0] != '/')
+		return decide_path(w, &a, CUSTODE_ACCESS_ALL);
+	allow = rules_allow(w, a.len, NULL);
 	if (a.want & ~allow)
-		return deny(&w, &a, missing_reason(a.want & ~allow));
+		return deny(w, &a, missing_reason(a.want & ~allow));
 	/*
 	 * The path allows. Restricting rules also hold by identity — the file,
 	 * its directory, and its mount's root (a bind mount) — so an alias made
 	 * outside the run (hard link, bind mount, rename) doesn't reopen them.
 	 */
 	dentry = file->f_path.dentry;
-	up = identity_mask(w.run->ruleset, dentry->d_parent->d_inode) &
-	     identity_mask(w.run->ruleset, file->f_path.mnt->mnt_root->d_inode);
-	allow = identity_restrict(&w, inode, allow) & up;
+	up = identity_mask(w->run->ruleset, dentry->d_parent->d_inode) &
+	     identity_mask(w->run->ruleset, file->f_path.mnt->mnt_root->d_inode);
+	allow = identity_restrict(w, inode, allow) & up;
 	if (a.want & ~allow)
-		return deny(&w, &a, CUSTODE_REASON_FILE_IDENTITY_DENIED);
-	if (cacheable && !(w.run->flags & CUSTODE_RUN_AUDIT)) {
+		return deny(w, &a, CUSTODE_REASON_FILE_IDENTITY_DENIED);
+	if (cacheable && !(w->run->flags & CUSTODE_RUN_AUDIT)) {
 		/* the directory's decision serves this file too: no slot of its own */
-		if (dir_store(&w, file, a.len, up, &epoch))
+		if (dir_store(w, file, a.len, up, &epoch))
 			return 0;
 		if (!slot)
 			slot = bpf_inode_storage_get(&file_cache, inode, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (slot)
+		/* allow came from the scratch: kept only if the scratch was this hook's throughout */
+		if (slot && who_holds(w))
 			cache_store(slot, run_cgid, mnt, &epoch, allow);
 	}
 	return 0;
 }
 
 /* The final file of an exec (and each interpreter on the way): needs exec. */
-CUSTODE_LSM(bprm_check_security, custode_bprm_check, struct linux_binprm *bprm, int ret)
+FILE_LSM(bprm_check_security, custode_bprm_check, struct linux_binprm *bprm, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_BPRM_CHECK, .want = CUSTODE_ACCESS_EXEC};
 	struct file *file;
 	__u64 run_cgid;
-	struct who w;
 	int r;
 
 	if (ret)
@@ -1045,21 +1130,20 @@ CUSTODE_LSM(bprm_check_security, custode_bprm_check, struct linux_binprm *bprm, 
 	file = bprm->file;
 	if (exec_cached(file, run_cgid))
 		return 0;
-	who_init_run(&w, run_cgid);
+	who_init_run(w, run_cgid);
 	ask_inode(&a, file->f_inode);
-	D_PATH_CHECKED(&w, &a, &bprm->file->f_path, bprm->file->f_path.mnt);
-	if (!run_gate(&w, &a, &r))
+	D_PATH_CHECKED(w, &a, &bprm->file->f_path, bprm->file->f_path.mnt);
+	if (!run_gate(w, &a, &r))
 		return r;
-	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	return decide_path(w, &a, CUSTODE_ACCESS_ALL);
 }
 
 /* Executable mappings of a file (ld.so ./binary, dlopen) need exec on the file. */
-CUSTODE_LSM(mmap_file, custode_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot, unsigned long flags,
+FILE_LSM(mmap_file, custode_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot, unsigned long flags,
 	     int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_MMAP_FILE, .want = CUSTODE_ACCESS_EXEC};
 	__u64 run_cgid;
-	struct who w;
 	int r;
 
 	if (ret)
@@ -1069,21 +1153,20 @@ CUSTODE_LSM(mmap_file, custode_mmap_file, struct file *file, unsigned long reqpr
 	run_cgid = custode_current_run_cgid();
 	if (!run_cgid || exec_cached(file, run_cgid))
 		return 0;
-	who_init_run(&w, run_cgid);
+	who_init_run(w, run_cgid);
 	ask_inode(&a, file->f_inode);
-	D_PATH_CHECKED(&w, &a, &file->f_path, file->f_path.mnt);
-	if (!run_gate(&w, &a, &r))
+	D_PATH_CHECKED(w, &a, &file->f_path, file->f_path.mnt);
+	if (!run_gate(w, &a, &r))
 		return r;
-	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	return decide_path(w, &a, CUSTODE_ACCESS_ALL);
 }
 
 /* Making a file mapping executable later is the same as mapping it so. */
-CUSTODE_LSM(file_mprotect, custode_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot, unsigned long prot, int ret)
+FILE_LSM(file_mprotect, custode_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot, unsigned long prot, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_MPROTECT, .want = CUSTODE_ACCESS_EXEC};
 	struct file *file;
 	__u64 run_cgid;
-	struct who w;
 	int r;
 
 	if (ret)
@@ -1096,59 +1179,58 @@ CUSTODE_LSM(file_mprotect, custode_file_mprotect, struct vm_area_struct *vma, un
 	run_cgid = custode_current_run_cgid();
 	if (!run_cgid || exec_cached(file, run_cgid))
 		return 0;
-	who_init_run(&w, run_cgid);
+	who_init_run(w, run_cgid);
 	ask_inode(&a, file->f_inode);
-	a.len = w.s ? custode_path_build(&w.s->pb, file->f_path.mnt, file->f_path.dentry, NULL) : -ENOENT;
-	if (!run_gate(&w, &a, &r))
+	a.len = w->s ? custode_path_build(&w->s->pb, file->f_path.mnt, file->f_path.dentry, NULL) : -ENOENT;
+	if (!run_gate(w, &a, &r))
 		return r;
-	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	return decide_path(w, &a, CUSTODE_ACCESS_ALL);
 }
 
 /* ---- the namespace: create, delete, link, rename ---- */
 
 /* want on dir/dentry, the object created or removed there */
-static __always_inline int dir_entry(__u16 hook, __u32 want, const struct path *dir, struct dentry *dentry)
+static __always_inline int dir_entry(struct who *w, __u16 hook, __u32 want, const struct path *dir, struct dentry *dentry)
 {
 	struct ask a = {.hook = hook, .want = want};
-	struct who w;
 	int r;
 
-	if (!who_init(&w))
+	if (!who_init(w))
 		return 0;
 	ask_inode(&a, dentry->d_inode);
-	a.len = w.s ? custode_path_build(&w.s->pb, dir->mnt, dir->dentry, dentry) : -ENOENT;
-	if (!run_gate(&w, &a, &r))
+	a.len = w->s ? custode_path_build(&w->s->pb, dir->mnt, dir->dentry, dentry) : -ENOENT;
+	if (!run_gate(w, &a, &r))
 		return r;
-	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	return decide_path(w, &a, CUSTODE_ACCESS_ALL);
 }
 
 /* Regular files (O_CREAT), fifos, device nodes and unix sockets are all made here. */
-CUSTODE_LSM(path_mknod, custode_path_mknod, const struct path *dir, struct dentry *dentry, umode_t mode, unsigned int dev, int ret)
+FILE_LSM(path_mknod, custode_path_mknod, const struct path *dir, struct dentry *dentry, umode_t mode, unsigned int dev, int ret)
 {
-	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_MKNOD, CUSTODE_ACCESS_CREATE, dir, dentry);
+	return ret ? ret : dir_entry(w, CUSTODE_HOOK_PATH_MKNOD, CUSTODE_ACCESS_CREATE, dir, dentry);
 }
 
-CUSTODE_LSM(path_mkdir, custode_path_mkdir, const struct path *dir, struct dentry *dentry, umode_t mode, int ret)
+FILE_LSM(path_mkdir, custode_path_mkdir, const struct path *dir, struct dentry *dentry, umode_t mode, int ret)
 {
-	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_MKDIR, CUSTODE_ACCESS_CREATE, dir, dentry);
+	return ret ? ret : dir_entry(w, CUSTODE_HOOK_PATH_MKDIR, CUSTODE_ACCESS_CREATE, dir, dentry);
 }
 
-CUSTODE_LSM(path_symlink, custode_path_symlink, const struct path *dir, struct dentry *dentry, const char *old_name, int ret)
+FILE_LSM(path_symlink, custode_path_symlink, const struct path *dir, struct dentry *dentry, const char *old_name, int ret)
 {
-	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_SYMLINK, CUSTODE_ACCESS_CREATE, dir, dentry);
+	return ret ? ret : dir_entry(w, CUSTODE_HOOK_PATH_SYMLINK, CUSTODE_ACCESS_CREATE, dir, dentry);
 }
 
 /* Unlink, rmdir and link change which inode a name means: every process bumps the cache's generation. */
-CUSTODE_LSM(path_unlink, custode_path_unlink, const struct path *dir, struct dentry *dentry, int ret)
+FILE_LSM(path_unlink, custode_path_unlink, const struct path *dir, struct dentry *dentry, int ret)
 {
 	fs_gen_bump();
-	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_UNLINK, CUSTODE_ACCESS_DELETE, dir, dentry);
+	return ret ? ret : dir_entry(w, CUSTODE_HOOK_PATH_UNLINK, CUSTODE_ACCESS_DELETE, dir, dentry);
 }
 
-CUSTODE_LSM(path_rmdir, custode_path_rmdir, const struct path *dir, struct dentry *dentry, int ret)
+FILE_LSM(path_rmdir, custode_path_rmdir, const struct path *dir, struct dentry *dentry, int ret)
 {
 	fs_gen_bump();
-	return ret ? ret : dir_entry(CUSTODE_HOOK_PATH_RMDIR, CUSTODE_ACCESS_DELETE, dir, dentry);
+	return ret ? ret : dir_entry(w, CUSTODE_HOOK_PATH_RMDIR, CUSTODE_ACCESS_DELETE, dir, dentry);
 }
 
 /*
@@ -1156,34 +1238,33 @@ CUSTODE_LSM(path_rmdir, custode_path_rmdir, const struct path *dir, struct dentr
  * create, and the source must be inside the run's write scope — else a run
  * could give a file it may only read a second, writable name.
  */
-CUSTODE_LSM(path_link, custode_path_link, struct dentry *old_dentry, const struct path *new_dir, struct dentry *new_dentry, int ret)
+FILE_LSM(path_link, custode_path_link, struct dentry *old_dentry, const struct path *new_dir, struct dentry *new_dentry, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_PATH_LINK, .want = CUSTODE_ACCESS_WRITE};
 	struct vfsmount *mnt;
 	struct inode *inode;
-	struct who w;
 	__u32 allow;
 	int r;
 
 	fs_gen_bump();
 	if (ret)
 		return ret;
-	if (!who_init(&w))
+	if (!who_init(w))
 		return 0;
 	inode = old_dentry->d_inode;
 	ask_inode(&a, inode);
 	mnt = new_dir->mnt; /* a link never crosses mounts */
-	a.len = w.s ? custode_path_build(&w.s->pb, mnt, old_dentry->d_parent, old_dentry) : -ENOENT;
-	if (!run_gate(&w, &a, &r))
+	a.len = w->s ? custode_path_build(&w->s->pb, mnt, old_dentry->d_parent, old_dentry) : -ENOENT;
+	if (!run_gate(w, &a, &r))
 		return r;
 	if (a.len < 0)
-		return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
-	allow = identity_restrict(&w, inode, rules_allow(&w, a.len, NULL));
+		return decide_path(w, &a, CUSTODE_ACCESS_ALL);
+	allow = identity_restrict(w, inode, rules_allow(w, a.len, NULL));
 	if (!(allow & CUSTODE_ACCESS_WRITE))
-		return deny(&w, &a, CUSTODE_REASON_FILE_LINK_DENIED);
+		return deny(w, &a, CUSTODE_REASON_FILE_LINK_DENIED);
 	a.want = CUSTODE_ACCESS_CREATE;
-	a.len = custode_path_build(&w.s->pb, mnt, new_dir->dentry, new_dentry);
-	return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	a.len = custode_path_build(&w->s->pb, mnt, new_dir->dentry, new_dentry);
+	return decide_path(w, &a, CUSTODE_ACCESS_ALL);
 }
 
 /* One end of a rename: want at dir/dentry; a directory may not move onto or off a protected path. */
@@ -1205,75 +1286,73 @@ static __always_inline int rename_end(struct who *w, struct ask *a, const struct
 }
 
 /* Rename deletes at the source and creates at the destination (both ways for RENAME_EXCHANGE). */
-CUSTODE_LSM(path_rename, custode_path_rename, const struct path *old_dir, struct dentry *old_dentry, const struct path *new_dir,
+FILE_LSM(path_rename, custode_path_rename, const struct path *old_dir, struct dentry *old_dentry, const struct path *new_dir,
 	     struct dentry *new_dentry, unsigned int flags, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_PATH_RENAME};
 	struct inode *old_inode, *new_inode;
 	int exchange = flags & RENAME_EXCHANGE, r, old_dir_is, new_dir_is;
-	struct who w;
 
 	fs_gen_bump(); /* rename_lock covers the move itself; this covers the time before it */
 	if (ret)
 		return ret;
-	if (!who_init(&w))
+	if (!who_init(w))
 		return 0;
 	old_inode = old_dentry->d_inode;
 	new_inode = new_dentry->d_inode;
 	ask_inode(&a, old_inode);
 	a.len = -ENOENT;
-	if (!run_gate(&w, &a, &r))
+	if (!run_gate(w, &a, &r))
 		return r;
 	old_dir_is = old_inode && (old_inode->i_mode & S_IFMT) == S_IFDIR;
 	new_dir_is = new_inode && (new_inode->i_mode & S_IFMT) == S_IFDIR;
 	a.want = CUSTODE_ACCESS_DELETE | (exchange ? CUSTODE_ACCESS_CREATE : 0);
-	if ((r = rename_end(&w, &a, old_dir, old_dentry, old_dir_is || (exchange && new_dir_is))))
+	if ((r = rename_end(w, &a, old_dir, old_dentry, old_dir_is || (exchange && new_dir_is))))
 		return r;
 	ask_inode(&a, new_inode);
 	a.want = CUSTODE_ACCESS_CREATE | (new_inode ? CUSTODE_ACCESS_DELETE : 0);
-	return rename_end(&w, &a, new_dir, new_dentry, old_dir_is || (exchange && new_dir_is));
+	return rename_end(w, &a, new_dir, new_dentry, old_dir_is || (exchange && new_dir_is));
 }
 
 /* ---- changes to an existing file ---- */
 
 /* want (write) on a path; a restricting identity on the inode holds too. */
-static __always_inline int path_write(__u16 hook, const struct path *path)
+static __always_inline int path_write(struct who *w, __u16 hook, const struct path *path)
 {
 	struct ask a = {.hook = hook, .want = CUSTODE_ACCESS_WRITE};
 	struct inode *inode;
 	struct dentry *d;
-	struct who w;
 	int r;
 
-	if (!who_init(&w))
+	if (!who_init(w))
 		return 0;
 	d = path->dentry;
 	inode = d->d_inode;
 	ask_inode(&a, inode);
-	a.len = w.s ? custode_path_build(&w.s->pb, path->mnt, d, NULL) : -ENOENT;
-	if (!run_gate(&w, &a, &r))
+	a.len = w->s ? custode_path_build(&w->s->pb, path->mnt, d, NULL) : -ENOENT;
+	if (!run_gate(w, &a, &r))
 		return r;
-	r = decide_path(&w, &a, CUSTODE_ACCESS_ALL);
+	r = decide_path(w, &a, CUSTODE_ACCESS_ALL);
 	if (r)
 		return r;
-	if (!(identity_restrict(&w, inode, CUSTODE_ACCESS_ALL) & CUSTODE_ACCESS_WRITE))
-		return deny(&w, &a, CUSTODE_REASON_FILE_IDENTITY_DENIED);
+	if (!(identity_restrict(w, inode, CUSTODE_ACCESS_ALL) & CUSTODE_ACCESS_WRITE))
+		return deny(w, &a, CUSTODE_REASON_FILE_IDENTITY_DENIED);
 	return 0;
 }
 
-CUSTODE_LSM(path_truncate, custode_path_truncate, const struct path *path, int ret)
+FILE_LSM(path_truncate, custode_path_truncate, const struct path *path, int ret)
 {
-	return ret ? ret : path_write(CUSTODE_HOOK_PATH_TRUNCATE, path);
+	return ret ? ret : path_write(w, CUSTODE_HOOK_PATH_TRUNCATE, path);
 }
 
-CUSTODE_LSM(path_chmod, custode_path_chmod, const struct path *path, umode_t mode, int ret)
+FILE_LSM(path_chmod, custode_path_chmod, const struct path *path, umode_t mode, int ret)
 {
-	return ret ? ret : path_write(CUSTODE_HOOK_PATH_CHMOD, path);
+	return ret ? ret : path_write(w, CUSTODE_HOOK_PATH_CHMOD, path);
 }
 
-CUSTODE_LSM(path_chown, custode_path_chown, const struct path *path, unsigned int uid, unsigned int gid, int ret)
+FILE_LSM(path_chown, custode_path_chown, const struct path *path, unsigned int uid, unsigned int gid, int ret)
 {
-	return ret ? ret : path_write(CUSTODE_HOOK_PATH_CHOWN, path);
+	return ret ? ret : path_write(w, CUSTODE_HOOK_PATH_CHOWN, path);
 }
 
 /*
@@ -1281,21 +1360,20 @@ CUSTODE_LSM(path_chown, custode_path_chown, const struct path *path, unsigned in
  * is found by identity, walking up from the inode within its file system;
  * the nearest rule path by identity decides, and none means denied.
  */
-static __always_inline int dentry_write(__u16 hook, struct dentry *dentry)
+static __always_inline int dentry_write(struct who *w, __u16 hook, struct dentry *dentry)
 {
 	struct ask a = {.hook = hook, .want = CUSTODE_ACCESS_WRITE, .len = -ENOENT};
 	struct custode_identity_key k = {};
 	struct custode_identity *id = NULL;
 	struct dentry *d = dentry;
-	struct who w;
 	int r, i;
 
-	if (!who_init(&w))
+	if (!who_init(w))
 		return 0;
 	ask_inode(&a, dentry->d_inode);
-	if (!run_gate(&w, &a, &r))
+	if (!run_gate(w, &a, &r))
 		return r;
-	k.ruleset = w.run->ruleset;
+	k.ruleset = w->run->ruleset;
 	for (i = 0; i < IDENTITY_WALK; i++) {
 		struct inode *inode = d->d_inode;
 		struct dentry *parent;
@@ -1313,44 +1391,44 @@ static __always_inline int dentry_write(__u16 hook, struct dentry *dentry)
 		d = parent;
 	}
 	if (!id && i == IDENTITY_WALK)
-		return deny(&w, &a, CUSTODE_REASON_PATH_TOO_LONG); /* deeper than the walk goes: unresolved, not "no rule" */
+		return deny(w, &a, CUSTODE_REASON_PATH_TOO_LONG); /* deeper than the walk goes: unresolved, not "no rule" */
 	if (!id || !(id->allow & CUSTODE_ACCESS_WRITE))
-		return deny(&w, &a, CUSTODE_REASON_FILE_WRITE_DENIED);
+		return deny(w, &a, CUSTODE_REASON_FILE_WRITE_DENIED);
 	return 0;
 }
 
 /* Mode, owner and size changes have path hooks; what's left here is timestamps (utimes). */
-static __always_inline int setattr_decide(struct dentry *dentry, struct iattr *attr)
+static __always_inline int setattr_decide(struct who *w, struct dentry *dentry, struct iattr *attr)
 {
 	if (attr->ia_valid & (ATTR_MODE | ATTR_UID | ATTR_GID | ATTR_SIZE))
 		return 0; /* path_chmod, path_chown, path_truncate decided */
-	return dentry_write(CUSTODE_HOOK_INODE_SETATTR, dentry);
+	return dentry_write(w, CUSTODE_HOOK_INODE_SETATTR, dentry);
 }
 
 /* 6.1: (dentry, attr) */
-CUSTODE_LSM(inode_setattr, custode_inode_setattr, struct dentry *dentry, struct iattr *attr, int ret)
+FILE_LSM(inode_setattr, custode_inode_setattr, struct dentry *dentry, struct iattr *attr, int ret)
 {
-	return ret ? ret : setattr_decide(dentry, attr);
+	return ret ? ret : setattr_decide(w, dentry, attr);
 }
 
 /* later kernels: the mount's idmap comes first */
 struct mnt_idmap;
-CUSTODE_LSM(inode_setattr, custode_inode_setattr_idmap, struct mnt_idmap *idmap, struct dentry *dentry,
+FILE_LSM(inode_setattr, custode_inode_setattr_idmap, struct mnt_idmap *idmap, struct dentry *dentry,
 	    struct iattr *attr, int ret)
 {
-	return ret ? ret : setattr_decide(dentry, attr);
+	return ret ? ret : setattr_decide(w, dentry, attr);
 }
 
-CUSTODE_LSM(inode_setxattr, custode_inode_setxattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
+FILE_LSM(inode_setxattr, custode_inode_setxattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
 	     const void *value, size_t size, int flags, int ret)
 {
-	return ret ? ret : dentry_write(CUSTODE_HOOK_INODE_SETXATTR, dentry);
+	return ret ? ret : dentry_write(w, CUSTODE_HOOK_INODE_SETXATTR, dentry);
 }
 
-CUSTODE_LSM(inode_removexattr, custode_inode_removexattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
+FILE_LSM(inode_removexattr, custode_inode_removexattr, struct user_namespace *mnt_userns, struct dentry *dentry, const char *name,
 	     int ret)
 {
-	return ret ? ret : dentry_write(CUSTODE_HOOK_INODE_REMOVEXATTR, dentry);
+	return ret ? ret : dentry_write(w, CUSTODE_HOOK_INODE_REMOVEXATTR, dentry);
 }
 
 /*
@@ -1358,45 +1436,44 @@ CUSTODE_LSM(inode_removexattr, custode_inode_removexattr, struct user_namespace 
  * (A newcomer in its set-up window is not inside: who_init finds no run.)
  */
 
-static __always_inline int no_mounts(__u16 hook)
+static __always_inline int no_mounts(struct who *w, __u16 hook)
 {
 	struct ask a = {.hook = hook, .len = -ENOENT};
-	struct who w;
 
-	if (!who_init(&w))
+	if (!who_init(w))
 		return 0;
-	if (!w.s)
+	if (!w->s)
 		return -EPERM;
-	if (w.where == CUSTODE_UNREGISTERED || !w.run)
-		return deny(&w, &a, CUSTODE_REASON_RUN_UNREGISTERED) ? -EPERM : 0;
+	if (!w->run) /* unregistered */
+		return deny(w, &a, CUSTODE_REASON_RUN_UNREGISTERED) ? -EPERM : 0;
 	/* every run, whatever its policy: a mount could hide or rebind any path */
-	return deny(&w, &a, CUSTODE_REASON_FILE_MOUNT_DENIED) ? -EPERM : 0;
+	return deny(w, &a, CUSTODE_REASON_FILE_MOUNT_DENIED) ? -EPERM : 0;
 }
 
-CUSTODE_LSM(sb_mount, custode_sb_mount, const char *dev_name, const struct path *path, const char *type, unsigned long flags,
+FILE_LSM(sb_mount, custode_sb_mount, const char *dev_name, const struct path *path, const char *type, unsigned long flags,
 	     void *data, int ret)
 {
-	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_MOUNT);
+	return ret ? ret : no_mounts(w, CUSTODE_HOOK_SB_MOUNT);
 }
 
-CUSTODE_LSM(sb_umount, custode_sb_umount, struct vfsmount *mnt, int flags, int ret)
+FILE_LSM(sb_umount, custode_sb_umount, struct vfsmount *mnt, int flags, int ret)
 {
-	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_UMOUNT);
+	return ret ? ret : no_mounts(w, CUSTODE_HOOK_SB_UMOUNT);
 }
 
-CUSTODE_LSM(sb_pivotroot, custode_sb_pivotroot, const struct path *old_path, const struct path *new_path, int ret)
+FILE_LSM(sb_pivotroot, custode_sb_pivotroot, const struct path *old_path, const struct path *new_path, int ret)
 {
-	return ret ? ret : no_mounts(CUSTODE_HOOK_SB_PIVOTROOT);
+	return ret ? ret : no_mounts(w, CUSTODE_HOOK_SB_PIVOTROOT);
 }
 
-CUSTODE_LSM(move_mount, custode_move_mount, const struct path *from_path, const struct path *to_path, int ret)
+FILE_LSM(move_mount, custode_move_mount, const struct path *from_path, const struct path *to_path, int ret)
 {
-	return ret ? ret : no_mounts(CUSTODE_HOOK_MOVE_MOUNT);
+	return ret ? ret : no_mounts(w, CUSTODE_HOOK_MOVE_MOUNT);
 }
 
-CUSTODE_LSM(path_chroot, custode_path_chroot, const struct path *path, int ret)
+FILE_LSM(path_chroot, custode_path_chroot, const struct path *path, int ret)
 {
-	return ret ? ret : no_mounts(CUSTODE_HOOK_PATH_CHROOT);
+	return ret ? ret : no_mounts(w, CUSTODE_HOOK_PATH_CHROOT);
 }
 
 /* ---- unix sockets ---- */
@@ -1412,48 +1489,47 @@ static __always_inline int sock_in_run(struct who *w, struct sock *sk)
  * ssh-agent, D-Bus, resolved are outside every built-in profile); an
  * abstract socket must belong to the run; unnamed (socketpair) ones are fine.
  */
-static __always_inline int unix_peer(__u16 hook, struct sock *other)
+static __always_inline int unix_peer(struct who *w, __u16 hook, struct sock *other)
 {
 	struct ask a = {.hook = hook, .want = CUSTODE_ACCESS_WRITE};
 	struct unix_sock *u = (struct unix_sock *)other;
 	struct dentry *d;
-	struct who w;
 	int r;
 
-	if (!who_init(&w))
+	if (!who_init(w))
 		return 0;
 	d = BPF_CORE_READ(u, path.dentry);
 	ask_inode_probe(&a, d ? BPF_CORE_READ(d, d_inode) : NULL);
-	a.len = w.s && d ? custode_path_build(&w.s->pb, BPF_CORE_READ(u, path.mnt), d, NULL) : -ENOENT;
+	a.len = w->s && d ? custode_path_build(&w->s->pb, BPF_CORE_READ(u, path.mnt), d, NULL) : -ENOENT;
 	/*
 	 * An abstract socket (no path: nothing a file rule could name) is host
 	 * IPC like SysV objects: refused to every live run whatever its policy
 	 * unless it is the run's own — X11's @/tmp/.X11-unix/X0 takes keystrokes,
 	 * a session bus takes method calls. Unnamed (socketpair) peers are fine.
 	 */
-	if (!d && w.s && w.run && !(w.run->flags & CUSTODE_RUN_CANCELLED) && BPF_CORE_READ(u, addr) &&
-	    !sock_in_run(&w, other))
-		return deny(&w, &a, CUSTODE_REASON_UNIX_ABSTRACT_DENIED);
-	if (!run_gate(&w, &a, &r))
+	if (!d && w->s && w->run && !(w->run->flags & CUSTODE_RUN_CANCELLED) && BPF_CORE_READ(u, addr) &&
+	    !sock_in_run(w, other))
+		return deny(w, &a, CUSTODE_REASON_UNIX_ABSTRACT_DENIED);
+	if (!run_gate(w, &a, &r))
 		return r;
 	if (d) {
 		__u32 allow;
 
-		if (a.len < 0 || custode_pathbuf_str(&w.s->pb)[0] != '/')
-			return decide_path(&w, &a, CUSTODE_ACCESS_ALL);
-		allow = rules_allow(&w, a.len, NULL);
+		if (a.len < 0 || custode_pathbuf_str(&w->s->pb)[0] != '/')
+			return decide_path(w, &a, CUSTODE_ACCESS_ALL);
+		allow = rules_allow(w, a.len, NULL);
 		if (!(allow & CUSTODE_ACCESS_WRITE))
-			return deny(&w, &a, CUSTODE_REASON_UNIX_CONNECT_DENIED);
+			return deny(w, &a, CUSTODE_REASON_UNIX_CONNECT_DENIED);
 	}
 	return 0; /* abstract: the run's own (above); unnamed */
 }
 
-CUSTODE_LSM(unix_stream_connect, custode_unix_stream_connect, struct sock *sock, struct sock *other, struct sock *newsk, int ret)
+FILE_LSM(unix_stream_connect, custode_unix_stream_connect, struct sock *sock, struct sock *other, struct sock *newsk, int ret)
 {
-	return ret ? ret : unix_peer(CUSTODE_HOOK_UNIX_STREAM_CONNECT, other);
+	return ret ? ret : unix_peer(w, CUSTODE_HOOK_UNIX_STREAM_CONNECT, other);
 }
 
-CUSTODE_LSM(unix_may_send, custode_unix_may_send, struct socket *sock, struct socket *other, int ret)
+FILE_LSM(unix_may_send, custode_unix_may_send, struct socket *sock, struct socket *other, int ret)
 {
-	return ret ? ret : unix_peer(CUSTODE_HOOK_UNIX_MAY_SEND, BPF_CORE_READ(other, sk));
+	return ret ? ret : unix_peer(w, CUSTODE_HOOK_UNIX_MAY_SEND, BPF_CORE_READ(other, sk));
 }

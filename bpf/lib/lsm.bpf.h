@@ -55,6 +55,26 @@
 	static __always_inline int ____##name(unsigned long long *ctx, ##args)
 
 /*
+ * An LSM program whose body gets a per-invocation state, `T *w` (zeroed),
+ * and whose verdict passes through END(w, verdict) on its way out, whatever
+ * return the body took: file.bpf.c's hooks release there the per-CPU buffer
+ * they claimed (struct who).
+ */
+#define CUSTODE_LSM_WITH(hook, name, T, END, args...)                                                     \
+	const volatile __u32 custode_hook_nargs__##name = (___bpf_narg(args) - 1);                        \
+	static __always_inline int ____##name(T *w, unsigned long long *ctx, ##args);                      \
+	SEC("lsm/" #hook) int name(unsigned long long *ctx)                                                \
+	{                                                                                                  \
+		T w_ = {};                                                                                 \
+		int v_;                                                                                    \
+		_Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wint-conversion\"")      \
+		v_ = ____##name(&w_, ___bpf_ctx_cast(args));                                               \
+		_Pragma("GCC diagnostic pop")                                                              \
+		return custode_lsm_verdict(END(&w_, v_));                                                  \
+	}                                                                                                  \
+	static __always_inline int ____##name(T *w, unsigned long long *ctx, ##args)
+
+/*
  * A tracing program (fentry/fexit on a kernel function, tp_btf on a
  * tracepoint) and the argument count of the function or tracepoint it was
  * written for (without fexit's return value): the loader

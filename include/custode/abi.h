@@ -204,6 +204,21 @@ struct custode_stats {
 };
 
 /*
+ * The head of each slot of the file class's per-CPU scratch (map
+ * file_scratch of bpf/file.bpf.c, CUSTODE_SCRATCH_SLOTS entries per CPU,
+ * not pinned): a hook claims a slot for itself while it decides, so that a
+ * hook preempted on the same CPU can't have its path rewritten under it.
+ * `custode engine status` sums the counts over the CPUs.
+ */
+#define CUSTODE_SCRATCH_SLOTS 4
+struct custode_scratch_head {
+	__u64 owner;  /* the claiming task (its address), 0 = free */
+	__u64 claims; /* claims of this slot */
+	__u64 steals; /* claims that took it from a preempted holder (every slot held) */
+	__u64 lost;   /* hooks that found their slot taken when they ended, and refused */
+};
+
+/*
  * Userspace-owned description of the pinned engine (array map
  * custode_meta, one entry). Written by the loader after attach.
  */
@@ -231,6 +246,7 @@ _Static_assert(sizeof(struct custode_path_rule) == 8, "custode_path_rule ABI");
 _Static_assert(sizeof(struct custode_identity_key) == 24, "custode_identity_key ABI");
 _Static_assert(sizeof(struct custode_identity) == 8, "custode_identity ABI");
 _Static_assert(sizeof(struct custode_stats) == 16, "custode_stats ABI");
+_Static_assert(sizeof(struct custode_scratch_head) == 32, "custode_scratch_head ABI");
 _Static_assert(sizeof(struct custode_net_key) == 28, "custode_net_key ABI");
 _Static_assert(sizeof(struct custode_private_key) == 24, "custode_private_key ABI");
 _Static_assert(sizeof(struct custode_pin_key) == 32, "custode_pin_key ABI");

@@ -97,6 +97,9 @@ Test(output, engine_status_text)
 
 	cr_assert(st != NULL);
 	json_object_set_new(st, "dir_decisions", json_string("lru-hash"));
+	json_object_set_new(st, "scratch",
+			    json_pack("{s:i, s:[i,i,i,i], s:[i,i,i,i], s:i, s:i}", "slots", 4, "claims", 900, 12, 1, 0,
+				      "held", 0, 0, 0, 0, "steals", 0, "lost", 0));
 	json_object_set_new(st, "admitted",
 			    json_pack("[{s:I, s:I, s:i, s:i, s:s}]", "dev", (json_int_t)(8 << 20 | 1), "ino",
 				      (json_int_t)4242, "abi_version", 6, "by_pid", 77, "admitted_at",
@@ -111,6 +114,7 @@ Test(output, engine_status_text)
 			      "events           7 (1 dropped)\n"
 			      "run cache        off\n"
 			      "dir decisions    lru-hash\n"
+			      "path buffers     claims 900/12/1/0 by slot; 0 steals, 0 refused\n"
 			      "admitted         1\n"
 			      "  dev 8:1 ino 4242, ABI 6, 2026-01-01T00:00:05Z\n"
 			      "map entries\n"

@@ -118,6 +118,33 @@ static int add_map_entries(const struct custode_map_count *m, void *arg)
 }
 
 /*
+ * The file class's per-CPU path buffers: {"slots": N, "claims": [per slot],
+ * "held": [per slot], "steals": N, "lost": N}, or null without a file class
+ * of this build. A claim of a slot past the first means a hook found the
+ * one before held by a hook preempted on its CPU; steals and lost stay 0
+ * unless every slot of a CPU was held at once.
+ */
+static json_t *scratch_json(void)
+{
+	struct custode_scratch_head h[CUSTODE_SCRATCH_SLOTS];
+	json_t *claims, *held;
+	json_int_t steals = 0, lost = 0;
+
+	if (custode_engine_scratch(h) < 0)
+		return json_null();
+	claims = json_array();
+	held = json_array();
+	for (int k = 0; k < CUSTODE_SCRATCH_SLOTS; k++) {
+		json_array_append_new(claims, json_integer((json_int_t)h[k].claims));
+		json_array_append_new(held, json_integer((json_int_t)h[k].owner));
+		steals += (json_int_t)h[k].steals;
+		lost += (json_int_t)h[k].lost;
+	}
+	return json_pack("{s:i, s:o, s:o, s:I, s:I}", "slots", CUSTODE_SCRATCH_SLOTS, "claims", claims, "held", held,
+			 "steals", steals, "lost", lost);
+}
+
+/*
  * Entries of every pinned hash and trie map ({"custode_runs": 0, ...}), so an
  * operator or a test can see that runs leave nothing behind.
  */
@@ -321,6 +348,7 @@ int custode_cmd_engine(int argc, char **argv)
 					    json_string(dd > 0 ? "inode-storage" : dd == 0 ? "lru-hash" : "absent"));
 			json_object_set_new(o, "restricting_identities", ids >= 0 ? json_integer(ids) : json_null());
 		}
+		json_object_set_new(o, "scratch", scratch_json());
 		{
 			long long nc = custode_engine_newcomers_live();
 

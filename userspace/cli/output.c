@@ -55,6 +55,15 @@ void custode_print_engine_status(const json_t *st, FILE *f)
 	if (json_is_integer(json_object_get(st, "restricting_identities")))
 		fprintf(f, "%-16s %lld (counted in custode_identity_filter)\n", "restrictions",
 			num(st, "restricting_identities"));
+	if (json_is_object(json_object_get(st, "scratch"))) {
+		const json_t *sc = json_object_get(st, "scratch"), *c;
+		size_t i;
+
+		fprintf(f, "%-16s claims ", "path buffers");
+		json_array_foreach(json_object_get(sc, "claims"), i, c)
+			fprintf(f, "%s%lld", i ? "/" : "", (long long)json_integer_value(c));
+		fprintf(f, " by slot; %lld steals, %lld refused\n", num(sc, "steals"), num(sc, "lost"));
+	}
 	if (json_is_integer(json_object_get(st, "newcomers")))
 		fprintf(f, "%-16s %lld (processes of containers in set-up below attached cgroups)\n", "newcomers",
 			num(st, "newcomers"));

@@ -103,6 +103,13 @@ long long custode_engine_newcomers_live(void);
  */
 int custode_engine_dir_decisions(void);
 /*
+ * The file class's per-CPU scratch slots (include/custode/abi.h,
+ * struct custode_scratch_head), each summed over the CPUs (owner: how many
+ * CPUs have the slot held now); -errno if no file class of this build is
+ * loaded.
+ */
+int custode_engine_scratch(struct custode_scratch_head sum[CUSTODE_SCRATCH_SLOTS]);
+/*
  * The sum of custode_identity_filter's counts: the restricting identities of
  * live rule sets (more if some were never uncounted: a launcher killed
  * mid-way); -errno without an engine.

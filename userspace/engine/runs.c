@@ -80,21 +80,26 @@ int custode_engine_run_cache(void)
 	return active;
 }
 
-int custode_engine_dir_decisions(void)
+/*
+ * An fd of the map called `name` that the loaded file_open program uses (the
+ * file class's unpinned maps), its info in *m; -errno: no file class, or no
+ * such map.
+ */
+static int file_prog_map(const char *name, struct bpf_map_info *m)
 {
 	struct bpf_link_info link;
 	struct bpf_prog_info prog;
 	__u32 ids[64], n, len;
-	int lfd = custode_link_open("custode_file_open"), pfd, answer = -ENOENT;
+	int lfd = custode_link_open("custode_file_open"), pfd, err;
 
 	if (lfd < 0)
 		return -errno;
 	memset(&link, 0, sizeof(link));
 	len = sizeof(link);
 	if (bpf_obj_get_info_by_fd(lfd, &link, &len) < 0 || (pfd = bpf_prog_get_fd_by_id(link.prog_id)) < 0) {
-		answer = -errno;
+		err = -errno;
 		close(lfd);
-		return answer;
+		return err;
 	}
 	close(lfd);
 	memset(&prog, 0, sizeof(prog));
@@ -102,26 +107,76 @@ int custode_engine_dir_decisions(void)
 	prog.map_ids = (__u64)(unsigned long)ids;
 	len = sizeof(prog);
 	if (bpf_obj_get_info_by_fd(pfd, &prog, &len) < 0) {
-		answer = -errno;
+		err = -errno;
 		close(pfd);
-		return answer; /* ids unfilled: never walk them */
+		return err; /* ids unfilled: never walk them */
 	}
 	close(pfd);
 	n = prog.nr_map_ids < sizeof(ids) / sizeof(ids[0]) ? prog.nr_map_ids : sizeof(ids) / sizeof(ids[0]);
-	/* the loader shrinks the map it doesn't use to one entry (engine/load.c, fit_dir_cache) */
-	for (__u32 i = 0; answer == -ENOENT && i < n; i++) {
-		struct bpf_map_info m;
+	for (__u32 i = 0; i < n; i++) {
 		int mfd = bpf_map_get_fd_by_id(ids[i]);
 
 		if (mfd < 0)
 			continue;
-		memset(&m, 0, sizeof(m));
-		len = sizeof(m);
-		if (bpf_obj_get_info_by_fd(mfd, &m, &len) == 0 && !strcmp(m.name, "dir_cache"))
-			answer = m.max_entries == 1;
+		memset(m, 0, sizeof(*m));
+		len = sizeof(*m);
+		if (bpf_obj_get_info_by_fd(mfd, m, &len) == 0 && !strcmp(m->name, name))
+			return mfd;
 		close(mfd);
 	}
-	return answer;
+	return -ENOENT;
+}
+
+int custode_engine_dir_decisions(void)
+{
+	struct bpf_map_info m;
+	int fd = file_prog_map("dir_cache", &m);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	/* the loader shrinks the map it doesn't use to one entry (engine/load.c, fit_dir_cache) */
+	return m.max_entries == 1;
+}
+
+int custode_engine_scratch(struct custode_scratch_head sum[CUSTODE_SCRATCH_SLOTS])
+{
+	struct bpf_map_info m;
+	int fd = file_prog_map("file_scratch", &m), ncpu = libbpf_num_possible_cpus(), err = 0;
+	size_t stride;
+	char *vals;
+
+	if (fd < 0)
+		return fd;
+	/* an engine of an earlier build (one slot, no head) has nothing to show */
+	if (m.max_entries != CUSTODE_SCRATCH_SLOTS || m.value_size < sizeof(struct custode_scratch_head) || ncpu <= 0) {
+		close(fd);
+		return -ENOENT;
+	}
+	stride = ((size_t)m.value_size + 7) & ~(size_t)7;
+	vals = malloc(stride * (size_t)ncpu);
+	if (!vals) {
+		close(fd);
+		return -ENOMEM;
+	}
+	memset(sum, 0, sizeof(*sum) * CUSTODE_SCRATCH_SLOTS);
+	for (__u32 k = 0; k < CUSTODE_SCRATCH_SLOTS && !err; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals) < 0) {
+			err = -errno;
+			break;
+		}
+		for (int c = 0; c < ncpu; c++) {
+			const struct custode_scratch_head *h = (const void *)(vals + stride * (size_t)c);
+
+			sum[k].owner += h->owner != 0; /* slots held now */
+			sum[k].claims += h->claims;
+			sum[k].steals += h->steals;
+			sum[k].lost += h->lost;
+		}
+	}
+	free(vals);
+	close(fd);
+	return err;
 }
 
 long long custode_engine_newcomers_live(void)

@@ -60,6 +60,13 @@
  *                                         DENIED (symlink + rename) while we open LINK in a loop;
  *                                         print "ok opens=N allowed=N denied=N eacces=N enoent=N
  *                                         other=N swaps=N" (denied: opens that reached DENIED)
+ *   cpurace DENIED DIR OPENS              one CPU shared by three processes of the run: two children
+ *                                         create, open and unlink files with long names in DIR in a
+ *                                         loop while we open DENIED OPENS times (the engine's per-CPU
+ *                                         path buffer, written by the one whose hook gets preempted,
+ *                                         then by another); print "ok opens=N leaked=N eacces=N
+ *                                         other=N ops=N spurious=N" (leaked: opens of DENIED that
+ *                                         succeeded; spurious: the children's operations refused)
  *   unix-connect PATH|@NAME [stream|dgram]
  *   unix-send @NAME|PATH                  unconnected datagram
  *   unix-self @NAME|PATH                  bind + listen, connect to ourselves
@@ -547,6 +554,81 @@ static int step_race(const char *link, const char *allowed, const char *denied, 
 	return 0;
 }
 
+struct cpurace_shared {
+	volatile int stop;
+	long ops, spurious, other;
+};
+
+static void cpurace_child(struct cpurace_shared *sh, const char *dir, int c)
+{
+	char name[4096], pad[201];
+
+	memset(pad, 'n', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = 0;
+	for (long i = 0; !sh->stop; i++) {
+		int fd;
+
+		snprintf(name, sizeof(name), "%s/%s_%d_%ld", dir, pad, c, i);
+		fd = open(name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			__atomic_add_fetch(errno == EACCES ? &sh->spurious : &sh->other, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		close(fd);
+		if (unlink(name) < 0)
+			__atomic_add_fetch(errno == EACCES ? &sh->spurious : &sh->other, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&sh->ops, 1, __ATOMIC_RELAXED);
+	}
+	_exit(0);
+}
+
+static int step_cpurace(const char *denied, const char *dir, long opens)
+{
+	long leaked = 0, eacces = 0, other = 0;
+	struct cpurace_shared *sh;
+	pid_t kids[2];
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (opens <= 0 || sched_setaffinity(0, sizeof(one), &one) < 0)
+		return fail();
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return fail();
+	memset(sh, 0, sizeof(*sh));
+	for (int c = 0; c < 2; c++) {
+		kids[c] = fork();
+		if (kids[c] < 0)
+			return fail();
+		if (kids[c] == 0)
+			cpurace_child(sh, dir, c);
+	}
+	for (long i = 0; i < opens; i++) {
+		int fd = open(denied, O_RDONLY | O_CLOEXEC);
+		char buf[16];
+
+		if (fd < 0) {
+			if (errno == EACCES)
+				eacces++;
+			else
+				other++;
+			continue;
+		}
+		if (read(fd, buf, sizeof(buf)) >= 0)
+			leaked++;
+		else
+			other++;
+		close(fd);
+	}
+	sh->stop = 1;
+	for (int c = 0; c < 2; c++)
+		waitpid(kids[c], NULL, 0);
+	printf("ok opens=%ld leaked=%ld eacces=%ld other=%ld ops=%ld spurious=%ld\n", opens, leaked, eacces,
+	       other + sh->other, sh->ops, sh->spurious);
+	return 0;
+}
+
 /* Walk N components of LEN × 'd' below dir (creating them if mk); returns an O_PATH fd of the last, or -1. */
 static int deep_walk(const char *dir, int n, int len, int mk)
 {
@@ -899,6 +981,10 @@ static int step(int argc, char **argv, int *used)
 	if (!strcmp(s, "race")) {
 		NEED(4);
 		return step_race(argv[1], argv[2], argv[3], atoi(argv[4]));
+	}
+	if (!strcmp(s, "cpurace")) {
+		NEED(3);
+		return step_cpurace(argv[1], argv[2], atol(argv[3]));
 	}
 	if (!strcmp(s, "unix-connect") || !strcmp(s, "unix-send") || !strcmp(s, "unix-self")) {
 		struct sockaddr_un sa;
