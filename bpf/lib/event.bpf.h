@@ -28,10 +28,11 @@ static __always_inline void custode_count_stat(int dropped)
 
 	if (!st)
 		return;
+	/* atomic even per CPU: a program preempted between a load and its store would lose another's count */
 	if (dropped)
-		st->events_dropped++;
+		__sync_fetch_and_add(&st->events_dropped, 1);
 	else
-		st->events++;
+		__sync_fetch_and_add(&st->events, 1);
 }
 
 /* Fill the fields every record has. */
@@ -146,7 +147,7 @@ static __always_inline void custode_throttle_event(__u16 hook, __u32 reason, str
 	custode_count_stat(0);
 	es = bpf_map_lookup_elem(&custode_event_stats, &zero);
 	if (es)
-		es->throttle_records++;
+		__sync_fetch_and_add(&es->throttle_records, 1);
 }
 
 /*
@@ -200,7 +201,7 @@ static __always_inline int custode_throttle_pass(__u64 run_cgid, __u16 hook, __u
 	__sync_fetch_and_add(&t->suppressed, 1);
 	es = bpf_map_lookup_elem(&custode_event_stats, &zero);
 	if (es)
-		es->suppressed++;
+		__sync_fetch_and_add(&es->suppressed, 1);
 	return 0;
 }
 
