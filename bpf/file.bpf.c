@@ -56,12 +56,23 @@ struct fs_epoch {
 	__u32 mount_seq;
 };
 
+/*
+ * A file's slot (one per inode, any run's). Two hooks can write the same
+ * slot at once — on two CPUs, or one preempted mid-way on one — and leave a
+ * mix of both, stable and whole-looking: one's classes with the other's
+ * mount, or with the other's newer epoch (a decision made before an unlink
+ * passing for one made after it). A reader can also read one half before a
+ * rewrite and the other after it, under the same run id. So the slot
+ * carries a checksum of its contents, written last (0 while written): a
+ * mixed or torn slot doesn't validate.
+ */
 struct fs_cache_slot {
-	__u64 run_cgid; /* written last, re-read after the rest: a torn slot never validates */
+	__u64 run_cgid;
 	__u64 mnt;
 	struct fs_epoch epoch;
 	__u32 allow;
 	__u32 _pad;
+	__u64 sum; /* slot_sum() of the above; 0 while being written */
 };
 
 struct {
@@ -70,6 +81,36 @@ struct {
 	__type(key, int);
 	__type(value, struct fs_cache_slot);
 } file_cache SEC(".maps");
+
+static __always_inline __u64 dir_mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 31);
+}
+
+/*
+ * Is the number n the address ptr? Compared on an opaque copy of n, so that
+ * the compiler can't use the pointer for n where the two are equal (the
+ * verifier refuses arithmetic on a pointer, and n goes into dir_sum).
+ */
+static __always_inline int same_addr(__u64 n, __u64 ptr)
+{
+	CUSTODE_OPAQUE(n);
+	return n == ptr;
+}
+
+static __always_inline __u64 slot_sum(__u64 run_cgid, __u64 mnt, __u64 gen, __u32 rename_seq, __u32 mount_seq,
+				      __u32 allow)
+{
+	__u64 h = 0x13198a2e03707344ull;
+
+	h = dir_mix(h, run_cgid);
+	h = dir_mix(h, mnt);
+	h = dir_mix(h, gen);
+	h = dir_mix(h, ((__u64)rename_seq << 32) | mount_seq);
+	return dir_mix(h, allow) | 1; /* never 0: a slot being written doesn't validate */
+}
 
 extern const void rename_lock __ksym;
 extern const void mount_lock __ksym;
@@ -553,27 +594,41 @@ static __always_inline int cache_hit(struct fs_cache_slot *c, __u64 run_cgid, __
 				     __u32 want)
 {
 	volatile struct fs_cache_slot *v = c;
+	__u32 rename_seq, mount_seq, allow;
+	__u64 m, gen, sum;
 
 	if (v->run_cgid != run_cgid)
 		return 0;
-	if (v->mnt != mnt || v->epoch.gen != e->gen || v->epoch.rename_seq != e->rename_seq ||
-	    v->epoch.mount_seq != e->mount_seq || (want & ~v->allow))
+	m = v->mnt;
+	gen = v->epoch.gen;
+	rename_seq = v->epoch.rename_seq;
+	mount_seq = v->epoch.mount_seq;
+	allow = v->allow;
+	sum = v->sum;
+	if (!same_addr(m, mnt) || gen != e->gen || rename_seq != e->rename_seq || mount_seq != e->mount_seq ||
+	    (want & ~allow))
 		return 0;
-	return v->run_cgid == run_cgid; /* unchanged while we read: not torn */
+	/* run_cgid was read before the rest: a rewrite since then shows in the sum */
+	return sum == slot_sum(run_cgid, m, gen, rename_seq, mount_seq, allow);
 }
 
 static __always_inline void cache_store(struct fs_cache_slot *c, __u64 run_cgid, __u64 mnt, const struct fs_epoch *e,
 					__u32 allow)
 {
 	volatile struct fs_cache_slot *v = c;
+	__u64 m;
 
-	v->run_cgid = 0; /* invalid while being written */
+	v->sum = 0; /* invalid while being written */
+	v->run_cgid = run_cgid;
 	v->mnt = mnt;
+	m = v->mnt; /* a number: what the sum is made of */
+	if (!same_addr(m, mnt))
+		return; /* rewritten under us: left invalid */
 	v->epoch.gen = e->gen;
 	v->epoch.rename_seq = e->rename_seq;
 	v->epoch.mount_seq = e->mount_seq;
 	v->allow = allow;
-	v->run_cgid = run_cgid;
+	v->sum = slot_sum(run_cgid, m, e->gen, e->rename_seq, e->mount_seq, allow);
 }
 
 /*
@@ -647,13 +702,6 @@ struct {
 	__type(value, struct fs_dir_islot);
 } dir_slot SEC(".maps");
 
-static __always_inline __u64 dir_mix(__u64 h, __u64 v)
-{
-	h ^= v;
-	h *= 0x9e3779b97f4a7c15ull;
-	return h ^ (h >> 31);
-}
-
 static __always_inline __u64 dir_sum(const struct fs_dir_key *k, const struct fs_epoch *e, __u32 allow, __u32 ruleset,
 				     __u32 dirlen)
 {
@@ -680,17 +728,6 @@ static __always_inline struct inode *dir_of(struct file *file, struct inode *ino
 	if (!p || p == d)
 		return NULL;
 	return p->d_inode;
-}
-
-/*
- * Is the number n the address ptr? Compared on an opaque copy of n, so that
- * the compiler can't use the pointer for n where the two are equal (the
- * verifier refuses arithmetic on a pointer, and n goes into dir_sum).
- */
-static __always_inline int same_addr(__u64 n, __u64 ptr)
-{
-	CUSTODE_OPAQUE(n);
-	return n == ptr;
 }
 
 /*
