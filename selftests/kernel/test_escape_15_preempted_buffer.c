@@ -23,6 +23,7 @@
 
 #define PREEMPT_CTL "/sys/kernel/debug/sched/preempt"
 #define RACE_OPENS "60000"
+#define RACE_MKDIRS "20000"
 
 struct race_out {
 	long opens, leaked, eacces, other, ops, spurious;
@@ -104,7 +105,7 @@ KTEST(escape_15_preempted_decision)
 	static struct ktest_result r;
 	struct esc_fix f, ctl;
 	struct race_out c;
-	char was[32], now[32];
+	char was[32], now[32], made[400];
 
 	ktest_need_lsm();
 	if (!ASSERT_TRUE(esc_fixture(&f) && esc_fixture(&ctl), "fixtures"))
@@ -140,6 +141,33 @@ KTEST(escape_15_preempted_decision)
 		/* the race happened: a hook found the first buffer held by one preempted on its CPU */
 		ASSERT_TRUE(after.later_claims > before.later_claims, "hooks were preempted holding a buffer");
 		/* three processes never hold all four buffers of a CPU */
+		ASSERT_EQ(after.steals - before.steals, 0, "no buffer taken over");
+		ASSERT_EQ(after.lost - before.lost, 0, "no hook refused for a lost buffer");
+	}
+
+	/* the same with mkdir of a denied directory: the walked path_* hooks (their walk state is in the buffer too) */
+	snprintf(made, sizeof(made), "%s/made", ctl.open);
+	esc_host(&r, ESC_NOBODY, STEPS("cpurace", made, ctl.d.ws, "500", "mkdir"));
+	if (ASSERT_TRUE(parse_out(r.out, &c), "mkdir control output")) {
+		ktest_log("mkdir control: %s", r.out);
+		ASSERT_EQ(c.leaked, c.opens, "control: without custode every mkdir succeeds");
+	}
+	snprintf(made, sizeof(made), "%s/made", f.open);
+	scratch_counts(&before);
+	esc_run(&r, STEPS("--profile", "workspace-write"), f.d.ws, STEPS("cpurace", made, f.d.ws, RACE_MKDIRS, "mkdir"));
+	ASSERT_EQ(r.code, 0, "mkdir race in a run");
+	if (ASSERT_TRUE(parse_out(r.out, &c), "mkdir race output")) {
+		ktest_log("mkdir in the run: %s", r.out);
+		ASSERT_EQ(c.leaked, 0, "no mkdir in the denied directory succeeded");
+		ASSERT_EQ(c.eacces, c.opens, "every one was refused");
+		ASSERT_TRUE(c.ops > 100, "the children's loops ran");
+		ASSERT_EQ(c.spurious, 0, "none of the children's own files was refused");
+		ASSERT_EQ(c.other, 0, "no other error");
+	}
+	if (ASSERT_TRUE(scratch_counts(&after), "engine status shows the path buffers")) {
+		ktest_log("path buffers (mkdir): %lld claims past the first slot, %lld steals, %lld refused",
+			  after.later_claims - before.later_claims, after.steals - before.steals, after.lost - before.lost);
+		ASSERT_TRUE(after.later_claims > before.later_claims, "hooks were preempted holding a buffer");
 		ASSERT_EQ(after.steals - before.steals, 0, "no buffer taken over");
 		ASSERT_EQ(after.lost - before.lost, 0, "no hook refused for a lost buffer");
 	}

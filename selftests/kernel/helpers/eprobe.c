@@ -60,13 +60,15 @@
  *                                         DENIED (symlink + rename) while we open LINK in a loop;
  *                                         print "ok opens=N allowed=N denied=N eacces=N enoent=N
  *                                         other=N swaps=N" (denied: opens that reached DENIED)
- *   cpurace DENIED DIR OPENS              one CPU shared by three processes of the run: two children
+ *   cpurace DENIED DIR OPENS [mkdir]      one CPU shared by three processes of the run: two children
  *                                         create, open and unlink files with long names in DIR in a
  *                                         loop while we open DENIED OPENS times (the engine's per-CPU
  *                                         path buffer, written by the one whose hook gets preempted,
  *                                         then by another); print "ok opens=N leaked=N eacces=N
  *                                         other=N ops=N spurious=N" (leaked: opens of DENIED that
- *                                         succeeded; spurious: the children's operations refused)
+ *                                         succeeded; spurious: the children's operations refused).
+ *                                         With mkdir: mkdir DENIED (and rmdir it when that succeeds)
+ *                                         instead of the open: the walked path_* hooks
  *   unix-connect PATH|@NAME [stream|dgram]
  *   unix-send @NAME|PATH                  unconnected datagram
  *   unix-self @NAME|PATH                  bind + listen, connect to ourselves
@@ -582,7 +584,7 @@ static void cpurace_child(struct cpurace_shared *sh, const char *dir, int c)
 	_exit(0);
 }
 
-static int step_cpurace(const char *denied, const char *dir, long opens)
+static int step_cpurace(const char *denied, const char *dir, long opens, int mk)
 {
 	long leaked = 0, eacces = 0, other = 0;
 	struct cpurace_shared *sh;
@@ -605,9 +607,21 @@ static int step_cpurace(const char *denied, const char *dir, long opens)
 			cpurace_child(sh, dir, c);
 	}
 	for (long i = 0; i < opens; i++) {
-		int fd = open(denied, O_RDONLY | O_CLOEXEC);
+		int fd;
 		char buf[16];
 
+		if (mk) {
+			if (mkdir(denied, 0700) == 0) {
+				leaked++;
+				rmdir(denied);
+			} else if (errno == EACCES) {
+				eacces++;
+			} else {
+				other++;
+			}
+			continue;
+		}
+		fd = open(denied, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EACCES)
 				eacces++;
@@ -983,8 +997,12 @@ static int step(int argc, char **argv, int *used)
 		return step_race(argv[1], argv[2], argv[3], atoi(argv[4]));
 	}
 	if (!strcmp(s, "cpurace")) {
+		int mk = argc > 4 && !strcmp(argv[4], "mkdir");
+
 		NEED(3);
-		return step_cpurace(argv[1], argv[2], atol(argv[3]));
+		if (mk)
+			*used = 5;
+		return step_cpurace(argv[1], argv[2], atol(argv[3]), mk);
 	}
 	if (!strcmp(s, "unix-connect") || !strcmp(s, "unix-send") || !strcmp(s, "unix-self")) {
 		struct sockaddr_un sa;
