@@ -100,6 +100,22 @@ static __always_inline int same_addr(__u64 n, __u64 ptr)
 	return n == ptr;
 }
 
+/*
+ * ptr as a number in *out, through a scratch cell; 0 if the cell was
+ * rewritten under us (a program preempted here, and another on this CPU).
+ */
+static __always_inline int addr_number(volatile __u64 *cell, __u64 ptr, __u64 *out)
+{
+	__u64 n;
+
+	*cell = ptr;
+	n = *cell;
+	if (!same_addr(n, ptr))
+		return 0;
+	*out = n;
+	return 1;
+}
+
 static __always_inline __u64 slot_sum(__u64 run_cgid, __u64 mnt, __u64 gen, __u32 rename_seq, __u32 mount_seq,
 				      __u32 allow)
 {
@@ -620,9 +636,8 @@ static __always_inline void cache_store(struct fs_cache_slot *c, __u64 run_cgid,
 
 	v->sum = 0; /* invalid while being written */
 	v->run_cgid = run_cgid;
-	v->mnt = mnt;
-	m = v->mnt; /* a number: what the sum is made of */
-	if (!same_addr(m, mnt))
+	/* a number (read back from the slot): what the sum is made of */
+	if (!addr_number(&v->mnt, mnt, &m))
 		return; /* rewritten under us: left invalid */
 	v->epoch.gen = e->gen;
 	v->epoch.rename_seq = e->rename_seq;
@@ -728,22 +743,6 @@ static __always_inline struct inode *dir_of(struct file *file, struct inode *ino
 	if (!p || p == d)
 		return NULL;
 	return p->d_inode;
-}
-
-/*
- * ptr as a number in *out, through a scratch cell; 0 if the cell was
- * rewritten under us (a program preempted here, and another on this CPU).
- */
-static __always_inline int addr_number(volatile __u64 *cell, __u64 ptr, __u64 *out)
-{
-	__u64 n;
-
-	*cell = ptr;
-	n = *cell;
-	if (!same_addr(n, ptr))
-		return 0;
-	*out = n;
-	return 1;
 }
 
 /* D's key in the LRU hash (the addresses as numbers through s's scratch cells). */
