@@ -99,9 +99,42 @@ static bool scratch_counts(struct scratch_counts *sc)
 	return shown;
 }
 
-KTEST(escape_15_preempted_decision)
+/*
+ * The race in a workspace-write run: cpurace TARGET WS COUNT [MODE]; nothing
+ * denied succeeds, nothing allowed is refused, and engine status shows hooks
+ * that found the first buffer held by a preempted one (the race happened),
+ * none taken over and none refused for it.
+ */
+static void race_in_run(struct esc_fix *f, const char *what, const char *target, const char *count, const char *mode)
 {
 	struct scratch_counts before, after;
+	static struct ktest_result r;
+	struct race_out c;
+
+	scratch_counts(&before);
+	esc_run(&r, STEPS("--profile", "workspace-write"), f->d.ws, STEPS("cpurace", target, f->d.ws, count, mode));
+	ASSERT_EQ(r.code, 0, "race in a run");
+	if (ASSERT_TRUE(parse_out(r.out, &c), "race output")) {
+		ktest_log("%s in the run: %s", what, r.out);
+		ASSERT_EQ(c.leaked, 0, "no denied operation succeeded");
+		ASSERT_EQ(c.eacces, c.opens, "every one was refused");
+		ASSERT_TRUE(c.ops > 100, "the children's loops ran");
+		ASSERT_EQ(c.spurious, 0, "none of the children's own files was refused");
+		ASSERT_EQ(c.other, 0, "no other error");
+	}
+	if (ASSERT_TRUE(scratch_counts(&after), "engine status shows the path buffers")) {
+		ktest_log("path buffers (%s): %lld claims past the first slot, %lld steals, %lld refused", what,
+			  after.later_claims - before.later_claims, after.steals - before.steals, after.lost - before.lost);
+		/* the race happened: a hook found the first buffer held by one preempted on its CPU */
+		ASSERT_TRUE(after.later_claims > before.later_claims, "hooks were preempted holding a buffer");
+		/* three processes never hold all four buffers of a CPU */
+		ASSERT_EQ(after.steals - before.steals, 0, "no buffer taken over");
+		ASSERT_EQ(after.lost - before.lost, 0, "no hook refused for a lost buffer");
+	}
+}
+
+KTEST(escape_15_preempted_decision)
+{
 	static struct ktest_result r;
 	struct esc_fix f, ctl;
 	struct race_out c;
@@ -124,26 +157,7 @@ KTEST(escape_15_preempted_decision)
 		ASSERT_TRUE(c.ops > 0, "control: the children ran");
 	}
 
-	scratch_counts(&before);
-	esc_run(&r, STEPS("--profile", "workspace-write"), f.d.ws, STEPS("cpurace", f.secret, f.d.ws, RACE_OPENS));
-	ASSERT_EQ(r.code, 0, "race in a run");
-	if (ASSERT_TRUE(parse_out(r.out, &c), "race output")) {
-		ktest_log("in the run: %s", r.out);
-		ASSERT_EQ(c.leaked, 0, "no open of the denied file succeeded");
-		ASSERT_EQ(c.eacces, c.opens, "every open of it was refused");
-		ASSERT_TRUE(c.ops > 100, "the children's loops ran");
-		ASSERT_EQ(c.spurious, 0, "none of the children's own files was refused");
-		ASSERT_EQ(c.other, 0, "no other error");
-	}
-	if (ASSERT_TRUE(scratch_counts(&after), "engine status shows the path buffers")) {
-		ktest_log("path buffers: %lld claims past the first slot, %lld steals, %lld refused",
-			  after.later_claims - before.later_claims, after.steals - before.steals, after.lost - before.lost);
-		/* the race happened: a hook found the first buffer held by one preempted on its CPU */
-		ASSERT_TRUE(after.later_claims > before.later_claims, "hooks were preempted holding a buffer");
-		/* three processes never hold all four buffers of a CPU */
-		ASSERT_EQ(after.steals - before.steals, 0, "no buffer taken over");
-		ASSERT_EQ(after.lost - before.lost, 0, "no hook refused for a lost buffer");
-	}
+	race_in_run(&f, "open", f.secret, RACE_OPENS, NULL);
 
 	/* the same with mkdir of a denied directory: the walked path_* hooks (their walk state is in the buffer too) */
 	snprintf(made, sizeof(made), "%s/made", ctl.open);
@@ -153,23 +167,6 @@ KTEST(escape_15_preempted_decision)
 		ASSERT_EQ(c.leaked, c.opens, "control: without custode every mkdir succeeds");
 	}
 	snprintf(made, sizeof(made), "%s/made", f.open);
-	scratch_counts(&before);
-	esc_run(&r, STEPS("--profile", "workspace-write"), f.d.ws, STEPS("cpurace", made, f.d.ws, RACE_MKDIRS, "mkdir"));
-	ASSERT_EQ(r.code, 0, "mkdir race in a run");
-	if (ASSERT_TRUE(parse_out(r.out, &c), "mkdir race output")) {
-		ktest_log("mkdir in the run: %s", r.out);
-		ASSERT_EQ(c.leaked, 0, "no mkdir in the denied directory succeeded");
-		ASSERT_EQ(c.eacces, c.opens, "every one was refused");
-		ASSERT_TRUE(c.ops > 100, "the children's loops ran");
-		ASSERT_EQ(c.spurious, 0, "none of the children's own files was refused");
-		ASSERT_EQ(c.other, 0, "no other error");
-	}
-	if (ASSERT_TRUE(scratch_counts(&after), "engine status shows the path buffers")) {
-		ktest_log("path buffers (mkdir): %lld claims past the first slot, %lld steals, %lld refused",
-			  after.later_claims - before.later_claims, after.steals - before.steals, after.lost - before.lost);
-		ASSERT_TRUE(after.later_claims > before.later_claims, "hooks were preempted holding a buffer");
-		ASSERT_EQ(after.steals - before.steals, 0, "no buffer taken over");
-		ASSERT_EQ(after.lost - before.lost, 0, "no hook refused for a lost buffer");
-	}
+	race_in_run(&f, "mkdir", made, RACE_MKDIRS, "mkdir");
 	ASSERT_TRUE(set_preempt(was), "the preemption mode restored");
 }
