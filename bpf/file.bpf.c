@@ -41,14 +41,33 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define IDENTITY_WALK 64
 
 /*
- * The decision cache, kept on the inode itself (inode local storage: freed
- * with the inode, so a reused inode number can't inherit it): a run's
- * allowed classes for this inode through one mount, valid while no path on
- * the host could have changed meaning since it was computed — the kernel's
- * rename_lock and mount_lock sequence counts (what d_path itself checks) and
- * custode_fs_gen are all unchanged. Only allowing decisions are cached;
- * denials always take the full path and are reported. A second name of an
- * inode opens the same data the first name already may.
+ * The decision cache: a run's allowed classes for an inode through one mount
+ * (or for a directory's files, below), valid while no path on the host could
+ * have changed meaning since it was computed — the kernel's rename_lock and
+ * mount_lock sequence counts (what d_path itself checks) and custode_fs_gen
+ * are all unchanged. Only allowing decisions are cached; denials always take
+ * the full path and are reported. A second name of an inode opens the same
+ * data the first name already may.
+ *
+ * The decisions live in the run's own table (include/custode/abi.h, struct
+ * custode_decision): an array made when the run is registered, found by the
+ * run's cgroup id in custode_decisions and deleted with the run, so a run's
+ * cache memory is fixed and goes when the run does. A slot is picked by its
+ * object's address and names the object (address, inode number, mount):
+ * another object on the same slot overwrites it (a miss later, never a
+ * wrong hit). An address names one inode only while that inode lives: the
+ * memory of a freed inode can hold another file's inode, so each address
+ * has a stamp (custode_inode_stamps), bumped whenever a dentry gets an
+ * inode — the only way a new inode at that address can be reached — and a
+ * slot holds only with the stamp it was decided at. While a hook decides,
+ * its file (and the file's directory) are held, so their stamps can't move
+ * for a reuse.
+ *
+ * Two hooks can write the same slot at once — on two CPUs, or one preempted
+ * mid-way on one — and leave a mix of both, stable and whole-looking; a
+ * reader can also read one half before a rewrite and the other after it. So
+ * a slot carries a checksum of its contents, written last (0 while written):
+ * a mixed or torn slot doesn't validate.
  */
 struct fs_epoch {
 	__u64 gen;
@@ -57,30 +76,32 @@ struct fs_epoch {
 };
 
 /*
- * A file's slot (one per inode, any run's). Two hooks can write the same
- * slot at once — on two CPUs, or one preempted mid-way on one — and leave a
- * mix of both, stable and whole-looking: one's classes with the other's
- * mount, or with the other's newer epoch (a decision made before an unlink
- * passing for one made after it). A reader can also read one half before a
- * rewrite and the other after it, under the same run id. So the slot
- * carries a checksum of its contents, written last (0 while written): a
- * mixed or torn slot doesn't validate.
+ * One run's table: what userspace makes for each run (engine/runs.c), the
+ * inner map's shape. Sizes, not BTF types: the tables userspace makes carry
+ * none, and clang would emit the value's type only as a declaration here.
  */
-struct fs_cache_slot {
-	__u64 run_cgid;
-	__u64 mnt;
-	struct fs_epoch epoch;
-	__u32 allow;
-	__u32 _pad;
-	__u64 sum; /* slot_sum() of the above; 0 while being written */
+struct decision_table {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CUSTODE_DECISION_SLOTS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct custode_decision));
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_INODE_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct fs_cache_slot);
-} file_cache SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, CUSTODE_MAX_RUNS);
+	__type(key, __u64);
+	CUSTODE_PIN_BY_NAME(custode_decisions);
+	__array(values, struct decision_table);
+} custode_decisions SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CUSTODE_INODE_STAMPS);
+	__type(key, __u32);
+	__type(value, __u32);
+	CUSTODE_PIN_BY_NAME(custode_inode_stamps);
+} custode_inode_stamps SEC(".maps");
 
 static __always_inline __u64 dir_mix(__u64 h, __u64 v)
 {
@@ -114,18 +135,6 @@ static __always_inline int addr_number(volatile __u64 *cell, __u64 ptr, __u64 *o
 		return 0;
 	*out = n;
 	return 1;
-}
-
-static __always_inline __u64 slot_sum(__u64 run_cgid, __u64 mnt, __u64 gen, __u32 rename_seq, __u32 mount_seq,
-				      __u32 allow)
-{
-	__u64 h = 0x13198a2e03707344ull;
-
-	h = dir_mix(h, run_cgid);
-	h = dir_mix(h, mnt);
-	h = dir_mix(h, gen);
-	h = dir_mix(h, ((__u64)rename_seq << 32) | mount_seq);
-	return dir_mix(h, allow) | 1; /* never 0: a slot being written doesn't validate */
 }
 
 extern const void rename_lock __ksym;
@@ -182,7 +191,7 @@ struct file_scratch {
 	 * Kernel addresses as numbers: a pointer stored into a map value reads
 	 * back as a scalar (the verifier allows no arithmetic on pointers), for
 	 * the price of a store and a load instead of a bpf_probe_read_kernel.
-	 * Written without a claim (dir_hit): each use checks what it reads back.
+	 * Written without a claim (decided): each use checks what it reads back.
 	 */
 	__u64 addr[2];
 	struct custode_pathbuf pb;
@@ -605,131 +614,131 @@ static __always_inline int cgroup_file_in_run(struct inode *inode, __u64 run_cgi
 	return custode_kn_in_run(custode_kn_parent(kn), run_cgid, CGROUP_ESCAPE_WALK);
 }
 
-/* A cached allow for this run, inode and mount at this epoch? */
-static __always_inline int cache_hit(struct fs_cache_slot *c, __u64 run_cgid, __u64 mnt, const struct fs_epoch *e,
-				     __u32 want)
-{
-	volatile struct fs_cache_slot *v = c;
-	__u32 rename_seq, mount_seq, allow;
-	__u64 m, gen, sum;
-
-	if (v->run_cgid != run_cgid)
-		return 0;
-	m = v->mnt;
-	gen = v->epoch.gen;
-	rename_seq = v->epoch.rename_seq;
-	mount_seq = v->epoch.mount_seq;
-	allow = v->allow;
-	sum = v->sum;
-	if (!same_addr(m, mnt) || gen != e->gen || rename_seq != e->rename_seq || mount_seq != e->mount_seq ||
-	    (want & ~allow))
-		return 0;
-	/* run_cgid was read before the rest: a rewrite since then shows in the sum */
-	return sum == slot_sum(run_cgid, m, gen, rename_seq, mount_seq, allow);
-}
-
-static __always_inline void cache_store(struct fs_cache_slot *c, __u64 run_cgid, __u64 mnt, const struct fs_epoch *e,
-					__u32 allow)
-{
-	volatile struct fs_cache_slot *v = c;
-	__u64 m;
-
-	v->sum = 0; /* invalid while being written */
-	v->run_cgid = run_cgid;
-	/* a number (read back from the slot): what the sum is made of */
-	if (!addr_number(&v->mnt, mnt, &m))
-		return; /* rewritten under us: left invalid */
-	v->epoch.gen = e->gen;
-	v->epoch.rename_seq = e->rename_seq;
-	v->epoch.mount_seq = e->mount_seq;
-	v->allow = allow;
-	v->sum = slot_sum(run_cgid, m, e->gen, e->rename_seq, e->mount_seq, allow);
-}
-
 /*
- * The directory cache. A regular file F of directory D, reached through
+ * Directory decisions. A regular file F of directory D, reached through
  * mount M, is decided by the longest rule matching "D/F"; when the rule
  * matching "D/" has nothing below it (CUSTODE_PATH_RULE_NOTHING_BELOW, set
  * by the compiler), every name in D falls to that same rule, so the run's
  * classes for D's files don't depend on their names: that rule's classes,
  * narrowed by the restricting identities of D and of M's root, are kept for
- * (D, M, run), and the first open of another file of D costs one lookup and
- * the file's own identity lookup instead of d_path and the rules — and no
- * cache slot of its own. The same epoch as the file cache (a rename or mount
- * anywhere, an unlink, a link, a changed run). Only regular files whose
- * dentry is not their mount's root (a file bind mount's parent is in another
- * tree); only where the file cache would be used, so /proc, devpts, mqueue
- * and cgroupfs writes are always decided in full. A name too long to resolve
- * is decided in full (path.too_long).
- *
- * Where D's slot lives depends on the kernel (custode_dir_storage, set by
- * the loader from a probe: userspace/engine/probe.c):
- * - inode storage on D itself (dir_slot), where the kernel lets D's inode,
- *   reached through d_parent, reach the storage helpers (6.1, 6.12): one
- *   lookup through the inode's own storage, freed with D; the slot names M
- *   and the run (one slot per D: another run or mount overwrites it);
- * - else a bounded LRU hash (dir_cache): 7.x gives BPF d_parent as an
- *   untrusted pointer that the storage helpers refuse. D is named by its
- *   inode's address and number (an inode freed and its memory reused for
- *   another of the same number on the same mount is the same directory:
- *   numbers are unique among live inodes).
- * Either slot can be rewritten under a reader (an LRU element reused, an
- * inode slot stored again), so every slot carries a checksum of its key and
- * contents: a torn or reused slot doesn't validate.
+ * (D, M) in the run's table, and the first open of another file of D costs
+ * one lookup and the file's own identity lookup instead of d_path and the
+ * rules — and no slot of its own. The same epoch as the file decisions (a
+ * rename or mount anywhere, an unlink, a link, a changed run). Only regular
+ * files whose dentry is not their mount's root (a file bind mount's parent
+ * is in another tree); only where file decisions are kept, so /proc, devpts,
+ * mqueue and cgroupfs writes are always decided in full. A name too long to
+ * resolve is decided in full (path.too_long).
  */
-#define CUSTODE_DIR_CACHE_ENTRIES 16384
 
-const volatile __u32 custode_dir_storage = 0;
-
-struct fs_dir_key {
-	__u64 dir; /* D's inode (its address); 0 in D's own storage */
-	__u64 ino; /* 0 in D's own storage */
-	__u64 mnt;
-	__u64 run_cgid;
+/* A slot's object: its address and mount as numbers (through scratch cells), number, kind and stamp. */
+struct dkey {
+	__u64 obj, ino, mnt;
+	__u32 stamp;
+	__u16 kind;
 };
 
-struct fs_dir_slot {
-	struct fs_epoch epoch;
-	__u32 allow;   /* for the regular files directly in D */
-	__u32 ruleset; /* the run's when stored; a new one (a live update) changes the epoch */
-	__u32 dirlen;  /* D's path length without NUL */
-	__u32 _pad;
-	__u64 sum;     /* dir_sum() of the key and the above */
-};
+static __always_inline __u32 stamp_index(__u64 addr)
+{
+	return (__u32)dir_mix(0x452821e638d01377ull, addr) & (CUSTODE_INODE_STAMPS - 1);
+}
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, CUSTODE_DIR_CACHE_ENTRIES);
-	__type(key, struct fs_dir_key);
-	__type(value, struct fs_dir_slot);
-} dir_cache SEC(".maps");
+/* *k for obj through mnt, the addresses turned into numbers in cells[0..1]; 0 if that failed. */
+static __always_inline int dkey_of(volatile __u64 *cells, struct inode *obj, struct vfsmount *mnt, __u16 kind,
+				   struct dkey *k)
+{
+	__u32 i, *stamp;
 
-/* D's slot in D's own storage: the key (M and the run; dir and ino 0), then the slot. */
-struct fs_dir_islot {
-	struct fs_dir_key k;
-	struct fs_dir_slot v;
-};
+	if (!obj || !addr_number(&cells[0], (__u64)obj, &k->obj) || !addr_number(&cells[1], (__u64)mnt, &k->mnt))
+		return 0;
+	i = stamp_index(k->obj);
+	stamp = bpf_map_lookup_elem(&custode_inode_stamps, &i);
+	if (!stamp)
+		return 0;
+	k->stamp = *(volatile __u32 *)stamp;
+	k->ino = obj->i_ino;
+	k->kind = kind;
+	return 1;
+}
 
-struct {
-	__uint(type, BPF_MAP_TYPE_INODE_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct fs_dir_islot);
-} dir_slot SEC(".maps");
+/* The slot of k's object in a run's table. */
+static __always_inline struct custode_decision *decision_slot(void *table, const struct dkey *k)
+{
+	__u32 i = (__u32)dir_mix(k->kind, k->obj) & (CUSTODE_DECISION_SLOTS - 1);
 
-static __always_inline __u64 dir_sum(const struct fs_dir_key *k, const struct fs_epoch *e, __u32 allow, __u32 ruleset,
-				     __u32 dirlen)
+	return bpf_map_lookup_elem(table, &i);
+}
+
+static __always_inline __u64 decision_sum(const struct custode_decision *d)
 {
 	__u64 h = 0x243f6a8885a308d3ull;
 
-	h = dir_mix(h, k->dir);
-	h = dir_mix(h, k->ino);
-	h = dir_mix(h, k->mnt);
-	h = dir_mix(h, k->run_cgid);
-	h = dir_mix(h, e->gen);
-	h = dir_mix(h, ((__u64)e->rename_seq << 32) | e->mount_seq);
-	h = dir_mix(h, ((__u64)allow << 32) | ruleset);
-	return dir_mix(h, dirlen) | 1; /* never 0: a zeroed slot doesn't validate */
+	h = dir_mix(h, d->obj);
+	h = dir_mix(h, d->ino);
+	h = dir_mix(h, d->mnt);
+	h = dir_mix(h, d->gen);
+	h = dir_mix(h, ((__u64)d->rename_seq << 32) | d->mount_seq);
+	h = dir_mix(h, ((__u64)d->stamp << 32) | ((__u32)d->kind << 16) | d->dirlen);
+	h = dir_mix(h, ((__u64)d->allow << 32) | d->ruleset);
+	return h | 1; /* never 0: a slot being written doesn't validate */
+}
+
+/* Does slot c hold a decision for k at epoch e? Its contents in *d. */
+static __always_inline int decision_valid(struct custode_decision *c, const struct dkey *k, const struct fs_epoch *e,
+					  struct custode_decision *d)
+{
+	volatile struct custode_decision *v = c;
+
+	d->obj = v->obj;
+	d->ino = v->ino;
+	d->mnt = v->mnt;
+	d->gen = v->gen;
+	d->rename_seq = v->rename_seq;
+	d->mount_seq = v->mount_seq;
+	d->stamp = v->stamp;
+	d->kind = v->kind;
+	d->dirlen = v->dirlen;
+	d->allow = v->allow;
+	d->ruleset = v->ruleset;
+	d->sum = v->sum;
+	if (d->obj != k->obj || d->ino != k->ino || d->mnt != k->mnt || d->stamp != k->stamp || d->kind != k->kind ||
+	    d->gen != e->gen || d->rename_seq != e->rename_seq || d->mount_seq != e->mount_seq)
+		return 0;
+	return d->sum == decision_sum(d); /* else torn, or a mix of two writers */
+}
+
+static __always_inline void decision_store(struct custode_decision *c, const struct dkey *k, const struct fs_epoch *e,
+					   __u32 allow, __u32 ruleset, __u32 dirlen)
+{
+	volatile struct custode_decision *v = c;
+	struct custode_decision d = {
+		.obj = k->obj,
+		.ino = k->ino,
+		.mnt = k->mnt,
+		.gen = e->gen,
+		.rename_seq = e->rename_seq,
+		.mount_seq = e->mount_seq,
+		.stamp = k->stamp,
+		.kind = k->kind,
+		.dirlen = (__u16)dirlen,
+		.allow = allow,
+		.ruleset = ruleset,
+	};
+
+	/* the checksum last: a reader between these stores sees a slot that doesn't validate */
+	v->sum = 0;
+	v->obj = d.obj;
+	v->ino = d.ino;
+	v->mnt = d.mnt;
+	v->gen = d.gen;
+	v->rename_seq = d.rename_seq;
+	v->mount_seq = d.mount_seq;
+	v->stamp = d.stamp;
+	v->kind = d.kind;
+	v->dirlen = d.dirlen;
+	v->allow = d.allow;
+	v->ruleset = d.ruleset;
+	v->sum = decision_sum(&d);
 }
 
 /* D, when a decision for this file may be D's: a regular file below its mount's root. */
@@ -745,151 +754,94 @@ static __always_inline struct inode *dir_of(struct file *file, struct inode *ino
 	return p->d_inode;
 }
 
-/* D's key in the LRU hash (the addresses as numbers through s's scratch cells). */
-static __always_inline int dir_key(struct file_scratch *s, struct file *file, struct inode *dir, __u64 run_cgid,
-				   struct fs_dir_key *k)
+/*
+ * Does the run's table allow `want` on this file: a decision of its
+ * directory (with the file's own identity applied) or of the file itself?
+ * Without a claim: the scratch cells it uses are checked as they are read.
+ */
+static __noinline int decided(struct file *file, __u64 run_cgid, const struct fs_epoch *e, __u32 want)
 {
-	if (!s || !dir || !addr_number(&s->addr[0], (__u64)dir, &k->dir) ||
-	    !addr_number(&s->addr[1], (__u64)file->f_path.mnt, &k->mnt))
-		return 0;
-	k->ino = dir->i_ino;
-	k->run_cgid = run_cgid;
-	return 1;
-}
-
-/* Does D's slot c (its key k) allow `want` on this file (its own identity applied)? */
-static __always_inline int dir_slot_allows(struct file *file, const struct fs_dir_key *k, struct fs_dir_slot *c,
-					   const struct fs_epoch *e, __u32 want)
-{
-	volatile struct fs_dir_slot *v = c;
-	struct fs_epoch seen;
-	__u32 allow, ruleset, dirlen, nlen;
-	__u64 sum;
-
-	seen.gen = v->epoch.gen;
-	seen.rename_seq = v->epoch.rename_seq;
-	seen.mount_seq = v->epoch.mount_seq;
-	allow = v->allow;
-	ruleset = v->ruleset;
-	dirlen = v->dirlen;
-	sum = v->sum;
-	if (seen.gen != e->gen || seen.rename_seq != e->rename_seq || seen.mount_seq != e->mount_seq)
-		return 0;
-	if (sum != dir_sum(k, &seen, allow, ruleset, dirlen))
-		return 0; /* torn, or the slot was reused */
-	/* "D/name (deleted)" and its NUL must fit, or d_path would have refused it */
-	nlen = file->f_path.dentry->d_name.len;
-	if (dirlen + nlen + 12 > CUSTODE_PATH_MAX)
-		return 0;
-	if (want & ~allow)
-		return 0;
-	return !(want & ~identity_mask(ruleset, file->f_inode));
-}
-
-/* Does D's slot allow `want` on this file (its own identity applied)? */
-static __noinline int dir_hit(struct file *file, __u64 run_cgid, const struct fs_epoch *e, __u32 want)
-{
-	struct inode *dir = dir_of(file, file->f_inode);
-	struct fs_dir_key k = {};
-	struct fs_dir_islot *is;
-	struct fs_dir_slot *c;
+	struct inode *inode = file->f_inode, *dir = dir_of(file, inode);
+	struct custode_decision *c, d;
+	struct file_scratch *s;
+	struct dkey k = {};
 	__u32 zero = 0;
+	void *table;
 
-	if (!dir)
+	table = bpf_map_lookup_elem(&custode_decisions, &run_cgid);
+	s = bpf_map_lookup_elem(&file_scratch, &zero);
+	if (!table || !s)
 		return 0;
-	if (custode_dir_storage) {
-		is = bpf_inode_storage_get(&dir_slot, dir, 0, 0);
-		if (!is)
-			return 0;
-		/* M as the slot holds it (a number), if it is this file's */
-		k.mnt = *(volatile __u64 *)&is->k.mnt;
-		if (!same_addr(k.mnt, (__u64)file->f_path.mnt))
-			return 0;
-		k.run_cgid = run_cgid;
-		return dir_slot_allows(file, &k, &is->v, e, want);
-	}
-	if (!dir_key(bpf_map_lookup_elem(&file_scratch, &zero), file, dir, run_cgid, &k))
-		return 0;
-	c = bpf_map_lookup_elem(&dir_cache, &k);
-	if (!c)
-		return 0;
-	return dir_slot_allows(file, &k, c, e, want);
+	if (dir && dkey_of(s->addr, dir, file->f_path.mnt, CUSTODE_DECISION_DIR, &k) && (c = decision_slot(table, &k)) &&
+	    decision_valid(c, &k, e, &d) && !(want & ~d.allow) &&
+	    /* "D/name (deleted)" and its NUL must fit, or d_path would have refused it */
+	    d.dirlen + file->f_path.dentry->d_name.len + 12 <= CUSTODE_PATH_MAX &&
+	    !(want & ~identity_mask(d.ruleset, inode)))
+		return 1;
+	if (dkey_of(s->addr, inode, file->f_path.mnt, CUSTODE_DECISION_FILE, &k) && (c = decision_slot(table, &k)) &&
+	    decision_valid(c, &k, e, &d) && !(want & ~d.allow))
+		return 1;
+	return 0;
 }
 
 /*
- * After an allowed full decision: D's slot, when the rule matching "D/" has
- * nothing below it. `up` is the identity mask of D and of the mount's root,
- * the path of the file in the scratch buffer (len with its NUL). 1 if stored.
+ * After an allowed full decision of an open (`allow`, the file's identity
+ * applied): kept in the run's table, as D's decision when the rule matching
+ * "D/" has nothing below it, else as the file's. `masks` is the identity
+ * mask of D and of the mount's root (high half) and `allow` (low half); the
+ * path of the file is in the scratch buffer (len with its NUL).
  */
-static __noinline int dir_store(struct who *w, struct file *file, long len, __u32 up, const struct fs_epoch *e)
+static __noinline void decision_keep(struct who *w, struct file *file, long len, __u64 masks, const struct fs_epoch *e)
 {
-	struct inode *dir = dir_of(file, file->f_inode);
+	__u32 up = masks >> 32, allow = (__u32)masks;
+	struct inode *inode = file->f_inode, *dir = dir_of(file, inode);
 	struct custode_path_key *key;
 	struct custode_path_rule *rule;
-	struct fs_dir_key k = {};
-	struct fs_dir_slot v = {};
-	volatile struct fs_dir_islot *is;
+	struct custode_decision *c;
+	struct dkey k = {};
 	__u32 nlen, dirlen;
+	void *table;
 
-	if (!w->s || !w->run || !dir)
-		return 0;
+	if (!w->s || !w->run)
+		return;
+	table = bpf_map_lookup_elem(&custode_decisions, &w->run_cgid);
+	if (!table)
+		return;
 	nlen = file->f_path.dentry->d_name.len;
-	if (len < 3 || len > CUSTODE_PATH_MAX || nlen + 2 > len)
-		return 0;
-	dirlen = (__u32)len - 2 - nlen; /* "D" "/" name NUL */
-	CUSTODE_OPAQUE(dirlen);
-	if (custode_pathbuf_str(&w->s->pb)[dirlen & (CUSTODE_PATH_MAX - 1)] != '/')
-		return 0;
-	key = &w->s->pb.key;
-	key->ruleset = w->run->ruleset;
-	key->prefixlen = 32 + 8 * (dirlen + 1 < CUSTODE_RULE_PATH_MAX ? dirlen + 1 : CUSTODE_RULE_PATH_MAX);
-	rule = bpf_map_lookup_elem(&custode_path_rules, key);
-	if (!rule || !(rule->flags & CUSTODE_PATH_RULE_NOTHING_BELOW))
-		return 0;
-	/* everything read from the scratch is read: still this hook's? */
-	if (!who_holds(w))
-		return 0;
-	v.epoch = *e;
-	v.allow = rule->allow & up;
-	v.ruleset = w->run->ruleset;
-	v.dirlen = dirlen;
-	if (!custode_dir_storage) {
-		if (!dir_key(w->s, file, dir, w->run_cgid, &k))
-			return 0;
-		v.sum = dir_sum(&k, &v.epoch, v.allow, v.ruleset, v.dirlen);
-		return bpf_map_update_elem(&dir_cache, &k, &v, BPF_ANY) == 0;
+	if (dir && len >= 3 && len <= CUSTODE_PATH_MAX && nlen + 2 <= len) {
+		dirlen = (__u32)len - 2 - nlen; /* "D" "/" name NUL */
+		CUSTODE_OPAQUE(dirlen);
+		key = &w->s->pb.key;
+		if (custode_pathbuf_str(&w->s->pb)[dirlen & (CUSTODE_PATH_MAX - 1)] == '/') {
+			key->ruleset = w->run->ruleset;
+			key->prefixlen =
+				32 + 8 * (dirlen + 1 < CUSTODE_RULE_PATH_MAX ? dirlen + 1 : CUSTODE_RULE_PATH_MAX);
+			rule = bpf_map_lookup_elem(&custode_path_rules, key);
+			/* everything read from the scratch is read: still this hook's? */
+			if (rule && (rule->flags & CUSTODE_PATH_RULE_NOTHING_BELOW) && who_holds(w) &&
+			    dkey_of(w->s->addr, dir, file->f_path.mnt, CUSTODE_DECISION_DIR, &k) &&
+			    (c = decision_slot(table, &k))) {
+				decision_store(c, &k, e, rule->allow & up, w->run->ruleset, dirlen);
+				return; /* the directory's decision serves this file too: no slot of its own */
+			}
+		}
 	}
-	is = bpf_inode_storage_get(&dir_slot, dir, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!is)
-		return 0;
-	if (!addr_number(&w->s->addr[0], (__u64)file->f_path.mnt, &k.mnt))
-		return 0;
-	k.run_cgid = w->run_cgid;
-	/* the checksum last: a reader between these stores sees a slot that doesn't validate */
-	is->v.sum = 0;
-	is->k.mnt = k.mnt;
-	is->k.run_cgid = k.run_cgid;
-	is->v.epoch.gen = v.epoch.gen;
-	is->v.epoch.rename_seq = v.epoch.rename_seq;
-	is->v.epoch.mount_seq = v.epoch.mount_seq;
-	is->v.allow = v.allow;
-	is->v.ruleset = v.ruleset;
-	is->v.dirlen = v.dirlen;
-	is->v.sum = dir_sum(&k, &v.epoch, v.allow, v.ruleset, v.dirlen);
-	return 1;
+	/* allow came from the scratch: kept only if the scratch was this hook's throughout */
+	if (who_holds(w) && dkey_of(w->s->addr, inode, file->f_path.mnt, CUSTODE_DECISION_FILE, &k) &&
+	    (c = decision_slot(table, &k)))
+		decision_store(c, &k, e, allow, w->run->ruleset, 0);
 }
 
 /*
- * The caches for an exec check (bprm_check, PROT_EXEC mappings): a cached
+ * The decisions for an exec check (bprm_check, PROT_EXEC mappings): a kept
  * allow of the file (from an open: its identities applied, so never more
  * than the exec decision, which has none) or of its directory. 1 = allowed.
  */
 static __noinline int exec_cached(struct file *file, __u64 run_cgid)
 {
 	struct inode *inode = file->f_inode;
-	struct fs_cache_slot *slot;
 	struct fs_epoch e = {};
-	__u64 magic, mnt;
+	__u64 magic;
 
 	if (!inode)
 		return 0;
@@ -897,11 +849,7 @@ static __noinline int exec_cached(struct file *file, __u64 run_cgid)
 	if (magic == PROC_SUPER_MAGIC || magic == CUSTODE_DEVPTS_SUPER_MAGIC || magic == MQUEUE_MAGIC ||
 	    magic == CGROUP2_SUPER_MAGIC || !fs_epoch_now(&e))
 		return 0;
-	mnt = (__u64)file->f_path.mnt;
-	slot = bpf_inode_storage_get(&file_cache, inode, 0, 0);
-	if (slot && cache_hit(slot, run_cgid, mnt, &e, CUSTODE_ACCESS_EXEC))
-		return 1;
-	return dir_hit(file, run_cgid, &e, CUSTODE_ACCESS_EXEC);
+	return decided(file, run_cgid, &e, CUSTODE_ACCESS_EXEC);
 }
 
 /*
@@ -924,13 +872,25 @@ struct {
 	__type(value, __u64); /* the creating run's cgroup id */
 } run_inode_owner SEC(".maps");
 
-/* Called for every dentry that gets its inode, host-wide: two loads and out, unless it's a queue or a pty made in a run. */
+/*
+ * Called for every dentry that gets its inode, host-wide: the address's
+ * stamp (the decision tables), two loads and out, unless it's a queue or a
+ * pty made in a run.
+ */
 CUSTODE_LSM_VOID(d_instantiate, custode_d_instantiate, struct dentry *dentry, struct inode *inode)
 {
-	__u64 run_cgid, *owner, magic;
+	__u64 run_cgid, *owner, magic, addr;
+	__u32 i, *stamp;
 
 	if (!inode)
 		return 0;
+	/* a new inode at this address (or a new name of one): decisions kept for the address no longer hold */
+	if (bpf_get_func_arg(ctx, 1, &addr) == 0) {
+		i = stamp_index(addr);
+		stamp = bpf_map_lookup_elem(&custode_inode_stamps, &i);
+		if (stamp)
+			__sync_fetch_and_add(stamp, 1);
+	}
 	magic = inode->i_sb->s_magic;
 	if (magic != MQUEUE_MAGIC && magic != CUSTODE_DEVPTS_SUPER_MAGIC)
 		return 0;
@@ -1055,11 +1015,10 @@ static __noinline int open_write_scope(struct file *file, __u32 want)
 FILE_LSM(file_open, custode_file_open, struct file *file, int ret)
 {
 	struct ask a = {.hook = CUSTODE_HOOK_FILE_OPEN};
-	struct fs_cache_slot *slot = NULL;
 	struct fs_epoch epoch = {};
 	struct inode *inode;
 	struct dentry *dentry;
-	__u64 run_cgid, mnt;
+	__u64 run_cgid;
 	__u32 allow, up;
 	int r, cacheable, migrate;
 
@@ -1075,23 +1034,14 @@ FILE_LSM(file_open, custode_file_open, struct file *file, int ret)
 		if (r != 1)
 			return r;
 	}
-	mnt = (__u64)file->f_path.mnt;
 	/* a write on cgroupfs: decided in full every time, never by (nor into) the cache */
 	migrate = cgroupfs_write(inode, a.want);
 	/* the fast path: this run already may do this to this inode through this mount, and nothing moved since */
 	cacheable = !migrate && inode && inode->i_sb->s_magic != PROC_SUPER_MAGIC &&
 		    inode->i_sb->s_magic != CUSTODE_DEVPTS_SUPER_MAGIC && inode->i_sb->s_magic != MQUEUE_MAGIC &&
 		    fs_epoch_now(&epoch);
-	if (cacheable) {
-		/* D's slot first where it is one storage lookup: a file it decides has no slot of its own */
-		if (custode_dir_storage && dir_hit(file, run_cgid, &epoch, a.want))
-			return 0;
-		slot = bpf_inode_storage_get(&file_cache, inode, 0, 0);
-		if (slot && cache_hit(slot, run_cgid, mnt, &epoch, a.want))
-			return 0;
-		if (!custode_dir_storage && dir_hit(file, run_cgid, &epoch, a.want))
-			return 0;
-	}
+	if (cacheable && decided(file, run_cgid, &epoch, a.want))
+		return 0;
 
 	who_init_run(w, run_cgid);
 	ask_inode(&a, inode);
@@ -1137,16 +1087,8 @@ FILE_LSM(file_open, custode_file_open, struct file *file, int ret)
 	allow = identity_restrict(w, inode, allow) & up;
 	if (a.want & ~allow)
 		return deny(w, &a, CUSTODE_REASON_FILE_IDENTITY_DENIED);
-	if (cacheable && !(w->run->flags & CUSTODE_RUN_AUDIT)) {
-		/* the directory's decision serves this file too: no slot of its own */
-		if (dir_store(w, file, a.len, up, &epoch))
-			return 0;
-		if (!slot)
-			slot = bpf_inode_storage_get(&file_cache, inode, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		/* allow came from the scratch: kept only if the scratch was this hook's throughout */
-		if (slot && who_holds(w))
-			cache_store(slot, run_cgid, mnt, &epoch, allow);
-	}
+	if (cacheable && !(w->run->flags & CUSTODE_RUN_AUDIT))
+		decision_keep(w, file, a.len, (__u64)up << 32 | allow, &epoch);
 	return 0;
 }
 

@@ -10,7 +10,7 @@
 #include "custode/types.h"
 #include "custode/reasons.h"
 
-#define CUSTODE_ABI_VERSION 8 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted); resolver listeners in runs' network namespaces (custode_dns_netns, custode_dns_netns_seen, custode_dns_wake; custode_dns_cfg.gen); set-up newcomers (custode_newcomers); 7: the count of newcomer marks (custode_newcomers_live); 8: the restricting-identity filter (custode_identity_filter) */
+#define CUSTODE_ABI_VERSION 9 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted); resolver listeners in runs' network namespaces (custode_dns_netns, custode_dns_netns_seen, custode_dns_wake; custode_dns_cfg.gen); set-up newcomers (custode_newcomers); 7: the count of newcomer marks (custode_newcomers_live); 8: the restricting-identity filter (custode_identity_filter); 9: per-run decision tables (custode_decisions, custode_inode_stamps) instead of per-inode slots */
 
 /* bpffs layout of the pinned engine */
 #define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"
@@ -104,7 +104,7 @@ enum custode_path_rule_flags {
 	 * On the "D/" key of a rule (the root rule's "/") that no other rule or
 	 * marker lies below: every path under D has this rule, whatever its
 	 * last components, so the engine may decide a directory's files once
-	 * for the directory (bpf/file.bpf.c, dir_cache).
+	 * for the directory (bpf/file.bpf.c, the decision table).
 	 */
 	CUSTODE_PATH_RULE_NOTHING_BELOW = 1u << 1,
 };
@@ -219,6 +219,45 @@ struct custode_scratch_head {
 };
 
 /*
+ * A run's decision table (bpf/file.bpf.c): the file engine's cache of
+ * allowing decisions, one array of CUSTODE_DECISION_SLOTS per run, made when
+ * the run is registered and held in custode_decisions (hash of maps, keyed
+ * by the run cgroup's id), so its memory is fixed (CUSTODE_DECISION_SLOTS *
+ * sizeof(struct custode_decision)) and goes with the run: unregistering
+ * deletes the entry. A slot is direct-mapped from its object's address; a
+ * collision overwrites (a miss, never a wrong hit: the slot names its
+ * object and carries a checksum).
+ */
+#define CUSTODE_DECISION_SLOTS 8192
+
+enum custode_decision_kind {
+	CUSTODE_DECISION_FILE = 1, /* this inode, through this mount */
+	CUSTODE_DECISION_DIR = 2,  /* the regular files directly in this directory, through this mount */
+};
+
+struct custode_decision {
+	__u64 obj;   /* the inode's address (a directory's for CUSTODE_DECISION_DIR) */
+	__u64 ino;
+	__u64 mnt;   /* the mount's address */
+	__u64 gen;   /* custode_fs_gen when decided */
+	__u32 rename_seq, mount_seq; /* the kernel's rename_lock and mount_lock counts when decided */
+	__u32 stamp; /* the object's address stamp (custode_inode_stamps) when decided */
+	__u16 kind;  /* enum custode_decision_kind */
+	__u16 dirlen; /* CUSTODE_DECISION_DIR: the directory's path length, NUL excluded */
+	__u32 allow; /* CUSTODE_ACCESS_* */
+	__u32 ruleset; /* the run's rule set when decided (a directory's files' identities are looked up in it) */
+	__u64 sum;   /* a checksum of the above, written last (0 while written): a torn or mixed slot doesn't validate */
+};
+
+/*
+ * custode_inode_stamps (array of __u32): bumped, at the slot of an inode's
+ * address, each time a dentry gets an inode (security_d_instantiate), so an
+ * inode freed and its memory reused for another file can't inherit a
+ * decision kept for the address.
+ */
+#define CUSTODE_INODE_STAMPS 65536
+
+/*
  * Userspace-owned description of the pinned engine (array map
  * custode_meta, one entry). Written by the loader after attach.
  */
@@ -251,6 +290,7 @@ _Static_assert(sizeof(struct custode_net_key) == 28, "custode_net_key ABI");
 _Static_assert(sizeof(struct custode_private_key) == 24, "custode_private_key ABI");
 _Static_assert(sizeof(struct custode_pin_key) == 32, "custode_pin_key ABI");
 _Static_assert(sizeof(struct custode_meta) == 40, "custode_meta ABI");
+_Static_assert(sizeof(struct custode_decision) == 64, "custode_decision ABI");
 
 /* ---- attached runs and event throttling: docs/operations.md, docs/events.md ---- */
 

@@ -47,6 +47,9 @@
 	X(DNS_NETNS, custode_dns_netns)               \
 	X(DNS_NETNS_SEEN, custode_dns_netns_seen)     \
 	X(DNS_WAKE, custode_dns_wake)                 \
+	/* bpf/file.bpf.c: file */                     \
+	X(DECISIONS, custode_decisions)               \
+	X(INODE_STAMPS, custode_inode_stamps)         \
 	/* bpf/proc.bpf.c: proc */                     \
 	X(ADMITTED, custode_admitted)                 \
 	/* bpf/lib/newcomer.bpf.h: file and proc */    \

@@ -3,13 +3,17 @@
  * The file decision cache (bpf/file.bpf.c) must never outlive what it was
  * computed from: a file the run opened (and so has cached) that is then
  * renamed, hard-linked or bind-mounted by someone outside the run is decided
- * afresh at its new path.
+ * afresh at its new path. Its decisions live in the run's own table, made
+ * with the run and freed when it ends.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <bpf/bpf.h>
 
+#include "cgroup/cgroup.h"
+#include "custode/abi.h"
 #include "ktest.h"
 
 static bool ask(struct ktest_proc *p, const char *path, const char *mode, char *out, size_t len)
@@ -99,6 +103,100 @@ KTEST(file_cache_bind_mount_elsewhere)
 		snprintf(cmd, sizeof(cmd), "umount %s", mnt);
 		ASSERT_EQ(system(cmd), 0, "umount");
 	}
+out:
+	ktest_close_stdin(&p);
+	ktest_wait(&p, 30000);
+	ktest_proc_close(&p);
+}
+
+/* The run's entry in engine status's decision tables (a new reference), or NULL. */
+static json_t *run_table(__u64 cgid)
+{
+	json_t *o = ktest_engine_status(), *runs = json_object_get(json_object_get(o, "decisions"), "runs"), *t, *found = NULL;
+	size_t i;
+
+	json_array_foreach(runs, i, t)
+		if ((__u64)json_integer_value(json_object_get(t, "cgroup_id")) == cgid)
+			found = json_incref(t);
+	json_decref(o);
+	return found;
+}
+
+/* Is there a map of this id in the kernel? (Ids are walked, never opened: custode's maps are the custode binary's.) */
+static bool map_id_exists(__u32 id)
+{
+	__u32 cur = 0, next;
+
+	while (bpf_map_get_next_id(cur, &next) == 0) {
+		if (next == id)
+			return true;
+		cur = next;
+	}
+	return false;
+}
+
+/*
+ * The run's decision table: made when the run starts, holding the run's
+ * decisions, and gone from the kernel when the run ends — its memory goes
+ * with the run, not with the inodes it opened.
+ */
+KTEST(file_cache_table_goes_with_the_run)
+{
+	struct ktest_proc p;
+	struct ktest_dirs d;
+	char line[128], cg[512], file[400];
+	char *argv[] = {(char *)ktest_custode(), "run", "--workspace", NULL, "--", (char *)ktest_tprobe(), "repl", NULL};
+	json_t *t = NULL, *o;
+	long long before, after;
+	__u32 id = 0;
+	__u64 cgid = 0;
+	int pid = 0;
+	bool gone = false;
+
+	ktest_need_lsm();
+	if (!ASSERT_TRUE(ktest_make_dirs(&d), "fixture"))
+		return;
+	snprintf(file, sizeof(file), "%s/kept", d.ws);
+	ASSERT_TRUE(ktest_write_file(file, "x\n", 0644), "file");
+	argv[3] = d.ws;
+	if (!ASSERT_EQ(ktest_spawn(argv, -1, &p), 0, "spawn") ||
+	    !ASSERT_TRUE(ktest_read_line(p.out, line, sizeof(line), 60000), "ready") ||
+	    !ASSERT_EQ(sscanf(line, "ready %d", &pid), 1, "pid") ||
+	    !ASSERT_TRUE(ktest_proc_cgroup(pid, cg, sizeof(cg)), "the run's cgroup") ||
+	    !ASSERT_EQ(custode_cgroup_id(cg, &cgid), 0, "its id"))
+		goto out;
+	t = run_table(cgid);
+	if (!ASSERT_TRUE(t != NULL, "the run has a decision table"))
+		goto out;
+	id = (__u32)json_integer_value(json_object_get(t, "map_id"));
+	before = json_integer_value(json_object_get(t, "slots_used"));
+	json_decref(t);
+	ASSERT_TRUE(map_id_exists(id), "its map is in the kernel");
+	o = ktest_engine_status();
+	ASSERT_EQ(json_integer_value(json_object_get(json_object_get(o, "decisions"), "bytes_per_run")),
+		  (json_int_t)(CUSTODE_DECISION_SLOTS * sizeof(struct custode_decision)), "a table's size is fixed");
+	json_decref(o);
+	for (int i = 0; i < 3; i++)
+		if (ASSERT_TRUE(ask(&p, file, "r", line, sizeof(line)), "ask"))
+			ASSERT_STREQ(line, "ok", "a workspace file");
+	t = run_table(cgid);
+	after = t ? json_integer_value(json_object_get(t, "slots_used")) : -1;
+	json_decref(t);
+	ASSERT_TRUE(after > before, "the open's decision is kept in the run's table");
+	ktest_close_stdin(&p);
+	ASSERT_EQ(ktest_wait(&p, 30000), 0, "run exit");
+	t = run_table(cgid);
+	ASSERT_TRUE(t == NULL, "the run's entry is gone");
+	json_decref(t);
+	/* the kernel frees the table once no hook holds it (after an RCU grace period) */
+	for (int waited = 0; waited < ktest_slack(30000) && !gone; waited += 20) {
+		gone = !map_id_exists(id);
+		if (!gone)
+			usleep(20 * 1000);
+	}
+	ASSERT_TRUE(gone, "the table is freed when the run ends");
+	ktest_proc_close(&p);
+	return;
 out:
 	ktest_close_stdin(&p);
 	ktest_wait(&p, 30000);

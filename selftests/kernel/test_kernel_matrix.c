@@ -10,7 +10,6 @@
 
 #include "engine/engine.h"
 #include "engine/hooks.h"
-#include "engine/probe.h"
 #include "test_daemon_fixture.h"
 
 static int kernel_version(void)
@@ -93,28 +92,6 @@ KTEST(kernel_run_cache_where_the_kernel_has_it)
 	o = json_loads(r.out, 0, NULL);
 	ASSERT_EQ(json_is_true(json_object_get(json_object_get(json_object_get(o, "features"), "run_cache"), "available")),
 		  want, "doctor's feature");
-	json_decref(o);
-}
-
-/*
- * Directory decisions (bpf/file.bpf.c): on the directory's own inode where
- * the verifier lets d_parent's inode reach the storage helpers (6.1, 6.12),
- * in the LRU hash where it doesn't (7.x); engine status says which.
- */
-KTEST(kernel_dir_decisions_where_the_verifier_allows)
-{
-	static struct ktest_result r;
-	char *load[] = {(char *)ktest_custode(), "run", "--profile", "read", "--", "/bin/true", NULL};
-	bool want = kernel_version() < 7000;
-	json_t *o;
-
-	ktest_need_lsm();
-	ASSERT_EQ(custode_probe_parent_storage(), want, "d_parent's inode reaches inode storage before 7.0");
-	if (!ASSERT_EQ(ktest_run(load, -1, 120000, &r), 0, "a run loads the engine"))
-		return;
-	o = ktest_engine_status();
-	ASSERT_STREQ(json_string_value(json_object_get(o, "dir_decisions")), want ? "inode-storage" : "lru-hash",
-		     "engine status");
 	json_decref(o);
 }
 

@@ -144,6 +144,27 @@ static json_t *scratch_json(void)
 			 "steals", steals, "lost", lost);
 }
 
+/* The runs' decision tables (bpf/file.bpf.c): null without a file class. */
+static json_t *decisions_json(void)
+{
+	static struct custode_decision_table t[CUSTODE_MAX_RUNS];
+	int n = custode_engine_decision_tables(t, CUSTODE_MAX_RUNS);
+	json_t *runs;
+	json_int_t used = 0;
+
+	if (n < 0)
+		return json_null();
+	runs = json_array();
+	for (int i = 0; i < n; i++) {
+		json_array_append_new(runs, json_pack("{s:I, s:I, s:I}", "cgroup_id", (json_int_t)t[i].cgroup_id, "map_id",
+						      (json_int_t)t[i].map_id, "slots_used", (json_int_t)t[i].used));
+		used += t[i].used;
+	}
+	return json_pack("{s:i, s:i, s:I, s:I, s:o}", "tables", n, "slots_per_run", CUSTODE_DECISION_SLOTS,
+			 "bytes_per_run", (json_int_t)(CUSTODE_DECISION_SLOTS * sizeof(struct custode_decision)),
+			 "slots_used", used, "runs", runs);
+}
+
 /*
  * Entries of every pinned hash and trie map ({"custode_runs": 0, ...}), so an
  * operator or a test can see that runs leave nothing behind.
@@ -341,11 +362,9 @@ int custode_cmd_engine(int argc, char **argv)
 					    json_string(rc > 0 ? "cgroup-storage" : rc == 0 ? "off" : "absent"));
 		}
 		{
-			int dd = custode_engine_dir_decisions();
 			long long ids = custode_engine_identity_filter_total();
 
-			json_object_set_new(o, "dir_decisions",
-					    json_string(dd > 0 ? "inode-storage" : dd == 0 ? "lru-hash" : "absent"));
+			json_object_set_new(o, "decisions", decisions_json());
 			json_object_set_new(o, "restricting_identities", ids >= 0 ? json_integer(ids) : json_null());
 		}
 		json_object_set_new(o, "scratch", scratch_json());

@@ -50,8 +50,12 @@ void custode_print_engine_status(const json_t *st, FILE *f)
 	fprintf(f, "%-16s %lld\n", "runs", num(st, "runs"));
 	fprintf(f, "%-16s %lld (%lld dropped)\n", "events", num(st, "events"), num(st, "events_dropped"));
 	fprintf(f, "%-16s %s\n", "run cache", str(st, "run_cache"));
-	if (json_is_string(json_object_get(st, "dir_decisions")))
-		fprintf(f, "%-16s %s\n", "dir decisions", str(st, "dir_decisions"));
+	if (json_is_object(json_object_get(st, "decisions"))) {
+		const json_t *d = json_object_get(st, "decisions");
+
+		fprintf(f, "%-16s %lld run tables of %lld slots (%lld KiB each), %lld slots used\n", "decisions",
+			num(d, "tables"), num(d, "slots_per_run"), num(d, "bytes_per_run") / 1024, num(d, "slots_used"));
+	}
 	if (json_is_integer(json_object_get(st, "restricting_identities")))
 		fprintf(f, "%-16s %lld (counted in custode_identity_filter)\n", "restrictions",
 			num(st, "restricting_identities"));

@@ -97,11 +97,16 @@ int custode_engine_run_cache(void);
  */
 long long custode_engine_newcomers_live(void);
 /*
- * Where the loaded file class keeps its directory decisions (bpf/file.bpf.c):
- * 1 on the directory's inode, 0 in the LRU hash, -errno if no file class is
- * loaded or it can't be told.
+ * The runs' decision tables (include/custode/abi.h, struct custode_decision;
+ * one per registered run while the file class is loaded), at most max of
+ * them in out: how many, or -errno if no file class is loaded.
  */
-int custode_engine_dir_decisions(void);
+struct custode_decision_table {
+	__u64 cgroup_id; /* the run's */
+	__u32 map_id;    /* the table (an array map) */
+	__u32 used;      /* slots holding a decision */
+};
+int custode_engine_decision_tables(struct custode_decision_table *out, int max);
 /*
  * The file class's per-CPU scratch slots (include/custode/abi.h,
  * struct custode_scratch_head), each summed over the CPUs (owner: how many

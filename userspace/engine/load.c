@@ -105,7 +105,6 @@ struct class_skel {
 	volatile __u32 *root_level;
 	volatile __u32 *use_run_cache;     /* NULL: the object pins the run cache map, never uses it */
 	volatile __u64 *exe_dev, *exe_ino; /* NULL but in the process class */
-	volatile __u32 *dir_storage;       /* NULL but in the file class */
 	int (*load)(void *skel);
 	void (*destroy)(void *skel);
 };
@@ -130,8 +129,7 @@ struct class_skel {
 		return s;                                                                                              \
 	}
 
-CLASS_SKELETON(file, .use_run_cache = &s->rodata->custode_use_run_cache,
-	       .dir_storage = &s->rodata->custode_dir_storage)
+CLASS_SKELETON(file, .use_run_cache = &s->rodata->custode_use_run_cache)
 /*
  * The process class (bpf/proc.bpf.c). Its bpf_map/bpf_prog programs reserve
  * custode's objects to the binary loading them now, identified by the
@@ -177,34 +175,13 @@ static int open_class(const struct engine_class *k, const struct bpf_object_open
 	return 0;
 }
 
-/*
- * The file class's directory decisions (bpf/file.bpf.c): on the directory's
- * own inode where the verifier allows it (custode_probe_parent_storage),
- * else in the LRU hash. The map not used shrinks to one entry.
- */
-static int fit_dir_cache(struct bpf_object *obj, volatile __u32 *dir_storage, struct custode_refusal *why)
-{
-	struct bpf_map *lru = bpf_object__find_map_by_name(obj, "dir_cache");
-
-	if (!dir_storage)
-		return 0;
-	*dir_storage = custode_probe_parent_storage();
-	if (!lru)
-		return custode_refuse(why, ENOENT, CUSTODE_REASON_ENGINE_LOAD_FAILED, "file engine: no map dir_cache");
-	if (*dir_storage && bpf_map__set_max_entries(lru, 1))
-		return custode_refuse(why, EINVAL, CUSTODE_REASON_ENGINE_LOAD_FAILED, "file engine: resize dir_cache");
-	return 0;
-}
-
-/* Fit an opened class to this kernel: the hooks of an LSM class, the run cache map, the directory cache. */
+/* Fit an opened class to this kernel: the hooks of an LSM class, the run cache map. */
 static int fit_class(const struct engine_class *k, struct class_skel *c, struct custode_refusal *why)
 {
 	int err = k->lsm ? custode_fit_hooks(c->obj, k->what, why) : 0;
 
 	if (!err)
 		err = fit_run_cache(c->obj, c->use_run_cache, why);
-	if (!err)
-		err = fit_dir_cache(c->obj, c->dir_storage, why);
 	return err;
 }
 

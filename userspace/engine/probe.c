@@ -166,9 +166,9 @@ void custode_probe_host(struct custode_probe_result *r)
 	r->btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 }
 
-enum probe_prog { PROBE_LSM, PROBE_CGROUP, PROBE_PARENT_STORAGE };
+enum probe_prog { PROBE_LSM, PROBE_CGROUP };
 
-/* Load one of the probe object's programs (and only the map it uses), then drop it all. */
+/* Load one of the probe object's programs, then drop it all. */
 static int probe_load_prog(enum probe_prog which)
 {
 	struct probe_bpf *skel;
@@ -179,9 +179,6 @@ static int probe_load_prog(enum probe_prog which)
 		return -errno;
 	bpf_program__set_autoload(skel->progs.probe_lsm, which == PROBE_LSM);
 	bpf_program__set_autoload(skel->progs.probe_cgroup_sock_addr, which == PROBE_CGROUP);
-	bpf_program__set_autoload(skel->progs.probe_parent_storage, which == PROBE_PARENT_STORAGE);
-	/* inode storage exists only with BPF-LSM: never in the way of the other probes */
-	bpf_map__set_autocreate(skel->maps.probe_parent_slot, which == PROBE_PARENT_STORAGE);
 	err = probe_bpf__load(skel);
 	probe_bpf__destroy(skel);
 	return err;
@@ -190,15 +187,6 @@ static int probe_load_prog(enum probe_prog which)
 static int probe_load(bool lsm)
 {
 	return probe_load_prog(lsm ? PROBE_LSM : PROBE_CGROUP);
-}
-
-bool custode_probe_parent_storage(void)
-{
-	int err = probe_load_prog(PROBE_PARENT_STORAGE);
-
-	if (err)
-		custode_libbpf_log_reset(); /* an expected refusal, not the words of a later failure */
-	return err == 0;
 }
 
 /*

@@ -46,12 +46,6 @@ void custode_probe_lsm(struct custode_probe_result *r);
  * doctor and the loader's refusals probe afresh.
  */
 void custode_probe_lsm_cached(struct custode_probe_result *r);
-/*
- * Whether the verifier lets a file's directory inode, reached through
- * d_parent, reach the inode-storage helpers (6.1, 6.12: yes; 7.x: no). The
- * file class keeps directory decisions there when it does (custode_dir_storage).
- */
-bool custode_probe_parent_storage(void);
 /* Try to load a minimal cgroup/connect4 program. */
 void custode_probe_cgroup(struct custode_probe_result *r);
 

@@ -19,13 +19,14 @@
 #include "state/ended.h"
 #include "state/runstate.h"
 
-int custode_engine_count_runs(struct custode_engine *e)
+/* The entries of a map keyed by run cgroup id. */
+static long long count_run_keys(int fd)
 {
 	__u64 key, next;
-	int n = 0;
+	long long n = 0;
 	void *prev = NULL;
 
-	while (bpf_map_get_next_key(e->runs_fd, prev, &next) == 0) {
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
 		n++;
@@ -33,16 +34,69 @@ int custode_engine_count_runs(struct custode_engine *e)
 	return n;
 }
 
+int custode_engine_count_runs(struct custode_engine *e)
+{
+	return (int)count_run_keys(e->runs_fd);
+}
+
+/*
+ * The run's decision table (include/custode/abi.h, struct custode_decision):
+ * a fresh array in custode_decisions, before the run exists, so no hook of
+ * the run ever finds another's. A table left by a registration that never
+ * completed (its cgroup id not in custode_runs) is replaced; a live run's is
+ * -EEXIST, as its registration would be. 0 also when the engine has no file
+ * class (nothing to keep), -errno if the table can't be made.
+ */
+static int decisions_add(struct custode_engine *e, __u64 cgid)
+{
+	int outer = custode_map_open(CUSTODE_MAP_DECISIONS), inner, err = 0;
+	struct custode_run run;
+
+	if (outer < 0)
+		return errno == ENOENT ? 0 : -errno;
+	inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "custode_run_dec", sizeof(__u32), sizeof(struct custode_decision),
+			       CUSTODE_DECISION_SLOTS, NULL);
+	if (inner < 0)
+		err = -errno;
+	else if (bpf_map_update_elem(outer, &cgid, &inner, BPF_NOEXIST) < 0) {
+		err = -errno;
+		if (err == -EEXIST && bpf_map_lookup_elem(e->runs_fd, &cgid, &run) < 0 && errno == ENOENT)
+			err = bpf_map_update_elem(outer, &cgid, &inner, BPF_ANY) < 0 ? -errno : 0;
+	}
+	if (inner >= 0)
+		close(inner); /* custode_decisions holds it now */
+	close(outer);
+	return err;
+}
+
+/* The run's table goes (freed by the kernel once no hook still uses it). */
+static void decisions_drop(__u64 cgid)
+{
+	int outer = custode_map_open(CUSTODE_MAP_DECISIONS);
+
+	if (outer < 0)
+		return;
+	bpf_map_delete_elem(outer, &cgid);
+	close(outer);
+}
+
 int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run)
 {
 	struct custode_counters zero;
+	int err;
 
 	memset(&zero, 0, sizeof(zero));
-	if (bpf_map_update_elem(e->counters_fd, &cgid, &zero, BPF_ANY) < 0)
-		return -errno;
+	if ((err = decisions_add(e, cgid)))
+		return err;
+	if (bpf_map_update_elem(e->counters_fd, &cgid, &zero, BPF_ANY) < 0) {
+		err = -errno;
+		decisions_drop(cgid);
+		return err;
+	}
 	if (bpf_map_update_elem(e->runs_fd, &cgid, run, BPF_NOEXIST) < 0) {
-		int err = -errno;
+		err = -errno;
 		bpf_map_delete_elem(e->counters_fd, &cgid);
+		decisions_drop(cgid);
 		return err;
 	}
 	return custode_engine_bump_runs_gen();
@@ -127,16 +181,50 @@ static int file_prog_map(const char *name, struct bpf_map_info *m)
 	return -ENOENT;
 }
 
-int custode_engine_dir_decisions(void)
+/* Slots of a run's table that hold a decision (a checksum set). */
+static __u32 table_used(__u32 map_id)
 {
-	struct bpf_map_info m;
-	int fd = file_prog_map("dir_cache", &m);
+	static struct custode_decision v[CUSTODE_DECISION_SLOTS];
+	__u32 keys[CUSTODE_DECISION_SLOTS], out = 0, n = CUSTODE_DECISION_SLOTS, used = 0;
+	int fd = bpf_map_get_fd_by_id(map_id), err;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 
 	if (fd < 0)
-		return fd;
+		return 0;
+	err = bpf_map_lookup_batch(fd, NULL, &out, keys, v, &n, &opts);
+	if (err < 0 && errno != ENOENT)
+		n = 0; /* ENOENT: the whole array in this one batch */
 	close(fd);
-	/* the loader shrinks the map it doesn't use to one entry (engine/load.c, fit_dir_cache) */
-	return m.max_entries == 1;
+	for (__u32 i = 0; i < n && i < CUSTODE_DECISION_SLOTS; i++)
+		used += v[i].sum != 0;
+	return used;
+}
+
+int custode_engine_decision_tables(struct custode_decision_table *out, int max)
+{
+	__u64 key, next;
+	void *prev = NULL;
+	int fd = custode_map_open(CUSTODE_MAP_DECISIONS), n = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		__u32 id;
+
+		key = next;
+		prev = &key;
+		if (n >= max)
+			break;
+		/* a map of maps answers userspace with the inner map's id */
+		if (bpf_map_lookup_elem(fd, &key, &id) < 0)
+			continue;
+		out[n].cgroup_id = key;
+		out[n].map_id = id;
+		out[n].used = table_used(id);
+		n++;
+	}
+	close(fd);
+	return n;
 }
 
 int custode_engine_scratch(struct custode_scratch_head sum[CUSTODE_SCRATCH_SLOTS])
@@ -257,6 +345,7 @@ int custode_engine_unregister_final(struct custode_engine *e, __u64 cgid, struct
 		*final = c;
 	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)
 		err = -errno;
+	decisions_drop(cgid);
 	return err;
 }
 
