@@ -53,15 +53,16 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * custode_decision): an array made when the run is registered, found by the
  * run's cgroup id in custode_decisions and deleted with the run, so a run's
  * cache memory is fixed and goes when the run does. A slot is picked by its
- * object's address and names the object (address, inode number, mount):
- * another object on the same slot overwrites it (a miss later, never a
- * wrong hit). An address names one inode only while that inode lives: the
- * memory of a freed inode can hold another file's inode, so each address
- * has a stamp (custode_inode_stamps), bumped whenever a dentry gets an
- * inode — the only way a new inode at that address can be reached — and a
- * slot holds only with the stamp it was decided at. While a hook decides,
- * its file (and the file's directory) are held, so their stamps can't move
- * for a reuse.
+ * object's inode number and names the object (inode address, inode number,
+ * mount): another object on the same slot overwrites it (a miss later,
+ * never a wrong hit). An address names one inode only while that inode
+ * lives, and a number can name two files at once (btrfs subvolumes,
+ * overlayfs layers): the memory of a freed inode can hold another inode of
+ * the same number. So each number has a stamp (custode_inode_stamps, by a
+ * hash of it), bumped whenever a dentry gets an inode of that number — the
+ * only way a new inode can be reached — and a slot holds only with the
+ * stamp it was decided at. While a hook decides, its file (and the file's
+ * directory) are held, so they can't be freed and replaced meanwhile.
  *
  * Two hooks can write the same slot at once — on two CPUs, or one preempted
  * mid-way on one — and leave a mix of both, stable and whole-looking; a
@@ -187,13 +188,6 @@ static __always_inline void fs_gen_bump(void)
 
 struct file_scratch {
 	struct custode_scratch_head h; /* owner and counts (include/custode/abi.h) */
-	/*
-	 * Kernel addresses as numbers: a pointer stored into a map value reads
-	 * back as a scalar (the verifier allows no arithmetic on pointers), for
-	 * the price of a store and a load instead of a bpf_probe_read_kernel.
-	 * Written without a claim (decided): each use checks what it reads back.
-	 */
-	__u64 addr[2];
 	struct custode_pathbuf pb;
 	/* a struct custode_event followed by its path */
 	__u64 ev[(sizeof(struct custode_event) + CUSTODE_PATH_MAX) / 8];
@@ -631,40 +625,17 @@ static __always_inline int cgroup_file_in_run(struct inode *inode, __u64 run_cgi
  * resolve is decided in full (path.too_long).
  */
 
-/* A slot's object: its address and mount as numbers (through scratch cells), number, kind and stamp. */
-struct dkey {
-	__u64 obj, ino, mnt;
-	__u32 stamp;
-	__u16 kind;
-};
-
-static __always_inline __u32 stamp_index(__u64 addr)
+static __always_inline __u32 *stamp_of(__u64 ino)
 {
-	return (__u32)dir_mix(0x452821e638d01377ull, addr) & (CUSTODE_INODE_STAMPS - 1);
+	__u32 i = (__u32)dir_mix(0x452821e638d01377ull, ino) & (CUSTODE_INODE_STAMPS - 1);
+
+	return bpf_map_lookup_elem(&custode_inode_stamps, &i);
 }
 
-/* *k for obj through mnt, the addresses turned into numbers in cells[0..1]; 0 if that failed. */
-static __always_inline int dkey_of(volatile __u64 *cells, struct inode *obj, struct vfsmount *mnt, __u16 kind,
-				   struct dkey *k)
+/* The slot of an object (its inode number, its kind) in a run's table. */
+static __always_inline struct custode_decision *decision_slot(void *table, __u64 ino, __u16 kind)
 {
-	__u32 i, *stamp;
-
-	if (!obj || !addr_number(&cells[0], (__u64)obj, &k->obj) || !addr_number(&cells[1], (__u64)mnt, &k->mnt))
-		return 0;
-	i = stamp_index(k->obj);
-	stamp = bpf_map_lookup_elem(&custode_inode_stamps, &i);
-	if (!stamp)
-		return 0;
-	k->stamp = *(volatile __u32 *)stamp;
-	k->ino = obj->i_ino;
-	k->kind = kind;
-	return 1;
-}
-
-/* The slot of k's object in a run's table. */
-static __always_inline struct custode_decision *decision_slot(void *table, const struct dkey *k)
-{
-	__u32 i = (__u32)dir_mix(k->kind, k->obj) & (CUSTODE_DECISION_SLOTS - 1);
+	__u32 i = (__u32)dir_mix(kind, ino) & (CUSTODE_DECISION_SLOTS - 1);
 
 	return bpf_map_lookup_elem(table, &i);
 }
@@ -683,61 +654,71 @@ static __always_inline __u64 decision_sum(const struct custode_decision *d)
 	return h | 1; /* never 0: a slot being written doesn't validate */
 }
 
-/* Does slot c hold a decision for k at epoch e? Its contents in *d. */
-static __always_inline int decision_valid(struct custode_decision *c, const struct dkey *k, const struct fs_epoch *e,
-					  struct custode_decision *d)
+/*
+ * The fields of a slot but its addresses and checksum, one by one: a slot is
+ * read and written through a volatile pointer, a field at a time, never as a
+ * block copy the compiler could reorder around the checksum.
+ */
+#define DECISION_FIELDS(X) X(gen) X(rename_seq) X(mount_seq) X(stamp) X(dirlen) X(allow) X(ruleset)
+#define DECISION_READ(f) d->f = v->f;
+#define DECISION_WRITE(f) v->f = d.f;
+
+/*
+ * Does slot c hold a decision for obj (of this kind) through mnt at epoch e?
+ * Its contents in *d. The addresses are compared as numbers read from the
+ * slot (same_addr): that is what the checksum is made of.
+ */
+static __always_inline int decision_valid(struct custode_decision *c, struct inode *obj, struct vfsmount *mnt,
+					  __u16 kind, const struct fs_epoch *e, struct custode_decision *d)
 {
 	volatile struct custode_decision *v = c;
+	__u32 *stamp;
 
+	/* another object's slot (the common miss): out before reading the rest */
 	d->obj = v->obj;
 	d->ino = v->ino;
-	d->mnt = v->mnt;
-	d->gen = v->gen;
-	d->rename_seq = v->rename_seq;
-	d->mount_seq = v->mount_seq;
-	d->stamp = v->stamp;
 	d->kind = v->kind;
-	d->dirlen = v->dirlen;
-	d->allow = v->allow;
-	d->ruleset = v->ruleset;
-	d->sum = v->sum;
-	if (d->obj != k->obj || d->ino != k->ino || d->mnt != k->mnt || d->stamp != k->stamp || d->kind != k->kind ||
-	    d->gen != e->gen || d->rename_seq != e->rename_seq || d->mount_seq != e->mount_seq)
+	if (!same_addr(d->obj, (__u64)obj) || d->ino != obj->i_ino || d->kind != kind)
 		return 0;
+	d->mnt = v->mnt;
+	DECISION_FIELDS(DECISION_READ)
+	d->sum = v->sum;
+	if (!same_addr(d->mnt, (__u64)mnt) || d->gen != e->gen || d->rename_seq != e->rename_seq ||
+	    d->mount_seq != e->mount_seq)
+		return 0;
+	stamp = stamp_of(d->ino);
+	if (!stamp || *(volatile __u32 *)stamp != d->stamp)
+		return 0; /* a dentry got an inode of this number since: maybe another inode at this address */
 	return d->sum == decision_sum(d); /* else torn, or a mix of two writers */
 }
 
-static __always_inline void decision_store(struct custode_decision *c, const struct dkey *k, const struct fs_epoch *e,
-					   __u32 allow, __u32 ruleset, __u32 dirlen)
+static __always_inline void decision_store(struct custode_decision *c, struct inode *obj, struct vfsmount *mnt,
+					   __u16 kind, const struct fs_epoch *e, __u32 allow, __u32 ruleset, __u32 dirlen)
 {
 	volatile struct custode_decision *v = c;
+	__u32 *stamp = stamp_of(obj->i_ino);
 	struct custode_decision d = {
-		.obj = k->obj,
-		.ino = k->ino,
-		.mnt = k->mnt,
+		.ino = obj->i_ino,
 		.gen = e->gen,
 		.rename_seq = e->rename_seq,
 		.mount_seq = e->mount_seq,
-		.stamp = k->stamp,
-		.kind = k->kind,
+		.kind = kind,
 		.dirlen = (__u16)dirlen,
 		.allow = allow,
 		.ruleset = ruleset,
 	};
 
+	if (!stamp)
+		return;
+	d.stamp = *(volatile __u32 *)stamp;
 	/* the checksum last: a reader between these stores sees a slot that doesn't validate */
 	v->sum = 0;
-	v->obj = d.obj;
+	/* the addresses stored, and read back as numbers: what the checksum is made of */
+	if (!addr_number(&v->obj, (__u64)obj, &d.obj) || !addr_number(&v->mnt, (__u64)mnt, &d.mnt))
+		return; /* rewritten under us: left invalid */
 	v->ino = d.ino;
-	v->mnt = d.mnt;
-	v->gen = d.gen;
-	v->rename_seq = d.rename_seq;
-	v->mount_seq = d.mount_seq;
-	v->stamp = d.stamp;
 	v->kind = d.kind;
-	v->dirlen = d.dirlen;
-	v->allow = d.allow;
-	v->ruleset = d.ruleset;
+	DECISION_FIELDS(DECISION_WRITE)
 	v->sum = decision_sum(&d);
 }
 
@@ -762,26 +743,21 @@ static __always_inline struct inode *dir_of(struct file *file, struct inode *ino
 static __noinline int decided(struct file *file, __u64 run_cgid, const struct fs_epoch *e, __u32 want)
 {
 	struct inode *inode = file->f_inode, *dir = dir_of(file, inode);
+	struct vfsmount *mnt = file->f_path.mnt;
 	struct custode_decision *c, d;
-	struct file_scratch *s;
-	struct dkey k = {};
-	__u32 zero = 0;
-	void *table;
+	void *table = bpf_map_lookup_elem(&custode_decisions, &run_cgid);
 
-	table = bpf_map_lookup_elem(&custode_decisions, &run_cgid);
-	s = bpf_map_lookup_elem(&file_scratch, &zero);
-	if (!table || !s)
+	if (!table || !inode)
 		return 0;
-	if (dir && dkey_of(s->addr, dir, file->f_path.mnt, CUSTODE_DECISION_DIR, &k) && (c = decision_slot(table, &k)) &&
-	    decision_valid(c, &k, e, &d) && !(want & ~d.allow) &&
-	    /* "D/name (deleted)" and its NUL must fit, or d_path would have refused it */
-	    d.dirlen + file->f_path.dentry->d_name.len + 12 <= CUSTODE_PATH_MAX &&
-	    !(want & ~identity_mask(d.ruleset, inode)))
+	/* the file's own first: no identity lookup (a file of a decided directory has none) */
+	if ((c = decision_slot(table, inode->i_ino, CUSTODE_DECISION_FILE)) &&
+	    decision_valid(c, inode, mnt, CUSTODE_DECISION_FILE, e, &d) && !(want & ~d.allow))
 		return 1;
-	if (dkey_of(s->addr, inode, file->f_path.mnt, CUSTODE_DECISION_FILE, &k) && (c = decision_slot(table, &k)) &&
-	    decision_valid(c, &k, e, &d) && !(want & ~d.allow))
-		return 1;
-	return 0;
+	return dir && (c = decision_slot(table, dir->i_ino, CUSTODE_DECISION_DIR)) &&
+	       decision_valid(c, dir, mnt, CUSTODE_DECISION_DIR, e, &d) && !(want & ~d.allow) &&
+	       /* "D/name (deleted)" and its NUL must fit, or d_path would have refused it */
+	       d.dirlen + file->f_path.dentry->d_name.len + 12 <= CUSTODE_PATH_MAX &&
+	       !(want & ~identity_mask(d.ruleset, inode));
 }
 
 /*
@@ -798,11 +774,10 @@ static __noinline void decision_keep(struct who *w, struct file *file, long len,
 	struct custode_path_key *key;
 	struct custode_path_rule *rule;
 	struct custode_decision *c;
-	struct dkey k = {};
 	__u32 nlen, dirlen;
 	void *table;
 
-	if (!w->s || !w->run)
+	if (!w->s || !w->run || !inode)
 		return;
 	table = bpf_map_lookup_elem(&custode_decisions, &w->run_cgid);
 	if (!table)
@@ -819,17 +794,16 @@ static __noinline void decision_keep(struct who *w, struct file *file, long len,
 			rule = bpf_map_lookup_elem(&custode_path_rules, key);
 			/* everything read from the scratch is read: still this hook's? */
 			if (rule && (rule->flags & CUSTODE_PATH_RULE_NOTHING_BELOW) && who_holds(w) &&
-			    dkey_of(w->s->addr, dir, file->f_path.mnt, CUSTODE_DECISION_DIR, &k) &&
-			    (c = decision_slot(table, &k))) {
-				decision_store(c, &k, e, rule->allow & up, w->run->ruleset, dirlen);
+			    (c = decision_slot(table, dir->i_ino, CUSTODE_DECISION_DIR))) {
+				decision_store(c, dir, file->f_path.mnt, CUSTODE_DECISION_DIR, e, rule->allow & up,
+					       w->run->ruleset, dirlen);
 				return; /* the directory's decision serves this file too: no slot of its own */
 			}
 		}
 	}
 	/* allow came from the scratch: kept only if the scratch was this hook's throughout */
-	if (who_holds(w) && dkey_of(w->s->addr, inode, file->f_path.mnt, CUSTODE_DECISION_FILE, &k) &&
-	    (c = decision_slot(table, &k)))
-		decision_store(c, &k, e, allow, w->run->ruleset, 0);
+	if (who_holds(w) && (c = decision_slot(table, inode->i_ino, CUSTODE_DECISION_FILE)))
+		decision_store(c, inode, file->f_path.mnt, CUSTODE_DECISION_FILE, e, allow, w->run->ruleset, 0);
 }
 
 /*
@@ -879,18 +853,15 @@ struct {
  */
 CUSTODE_LSM_VOID(d_instantiate, custode_d_instantiate, struct dentry *dentry, struct inode *inode)
 {
-	__u64 run_cgid, *owner, magic, addr;
-	__u32 i, *stamp;
+	__u64 run_cgid, *owner, magic;
+	__u32 *stamp;
 
 	if (!inode)
 		return 0;
-	/* a new inode at this address (or a new name of one): decisions kept for the address no longer hold */
-	if (bpf_get_func_arg(ctx, 1, &addr) == 0) {
-		i = stamp_index(addr);
-		stamp = bpf_map_lookup_elem(&custode_inode_stamps, &i);
-		if (stamp)
-			__sync_fetch_and_add(stamp, 1);
-	}
+	/* an inode of this number reachable anew (maybe another at a kept address): its decisions no longer hold */
+	stamp = stamp_of(inode->i_ino);
+	if (stamp)
+		__sync_fetch_and_add(stamp, 1);
 	magic = inode->i_sb->s_magic;
 	if (magic != MQUEUE_MAGIC && magic != CUSTODE_DEVPTS_SUPER_MAGIC)
 		return 0;

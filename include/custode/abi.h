@@ -224,8 +224,8 @@ struct custode_scratch_head {
  * the run is registered and held in custode_decisions (hash of maps, keyed
  * by the run cgroup's id), so its memory is fixed (CUSTODE_DECISION_SLOTS *
  * sizeof(struct custode_decision)) and goes with the run: unregistering
- * deletes the entry. A slot is direct-mapped from its object's address; a
- * collision overwrites (a miss, never a wrong hit: the slot names its
+ * deletes the entry. A slot is direct-mapped from its object's inode number;
+ * a collision overwrites (a miss, never a wrong hit: the slot names its
  * object and carries a checksum).
  */
 #define CUSTODE_DECISION_SLOTS 8192
@@ -251,9 +251,9 @@ struct custode_decision {
 
 /*
  * custode_inode_stamps (array of __u32): bumped, at the slot of an inode's
- * address, each time a dentry gets an inode (security_d_instantiate), so an
- * inode freed and its memory reused for another file can't inherit a
- * decision kept for the address.
+ * number, each time a dentry gets an inode (security_d_instantiate), so an
+ * inode freed and its memory reused for another inode of the same number
+ * can't inherit a decision kept for the address.
  */
 #define CUSTODE_INODE_STAMPS 65536
 

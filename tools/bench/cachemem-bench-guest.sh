@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs inside the guest (tools/bench/cachemem-bench starts it).
 # Kernel memory that a run's file decisions take, and whether it goes with the
-# run. CACHEMEM_FILES files are made in one directory, /tmp/cm/x, whose rule
+# run. CACHEMEM_FILES files are made afresh each round in one directory, /tmp/cm/x, whose rule
 # has a narrower one below it (/tmp/cm/x/deny): every file there is decided on
 # its own, the case a directory decision can't cover. Each round:
 #   base    the files exist, the engine is loaded, no run
@@ -18,17 +18,23 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 B=$REPO/build
 N=${CACHEMEM_FILES:-20000}
 R=${CACHEMEM_ROUNDS:-3}
-mkdir -p /tmp/cm/x /tmp/cmsync
+mkdir -p /tmp/cm /tmp/cmsync
 chmod 0777 /tmp/cmsync
-i=0
-while [ $i -lt "$N" ]; do
-	: >/tmp/cm/x/f$i
-	i=$((i + 1))
-done
-chmod -R a+rX /tmp/cm
+chmod 0755 /tmp/cm
+# fresh files (new inodes) for every round: nothing a run left on the last round's inodes is reused
+files() {
+	rm -rf /tmp/cm/x
+	mkdir -m 0755 /tmp/cm/x
+	i=0
+	while [ $i -lt "$N" ]; do
+		: >/tmp/cm/x/f$i
+		i=$((i + 1))
+	done
+	chmod 0644 /tmp/cm/x/*
+}
 P=/tmp/cm-policy.json
 printf '{"schema":"custode.policy/v1","name":"bench/cachemem","version":1,"content":{"filesystem":[%s]}}' \
-	'{"path":"/usr","allow":["read","exec"]},{"path":"/bin","allow":["read","exec"]},{"path":"/lib","allow":["read","exec"]},{"path":"/lib64","allow":["read","exec"]},{"path":"/etc","allow":["read"]},{"path":"/tmp/cm","allow":["read"]},{"path":"/tmp/cm/x/deny","allow":[]},{"path":"/tmp/cmsync","allow":["read","write","create","delete"]}' >"$P"
+	'{"path":"/usr","allow":["read","exec"]},{"path":"/bin","allow":["read","exec"]},{"path":"/lib","allow":["read","exec"]},{"path":"/lib64","allow":["read","exec"]},{"path":"/etc","allow":["read"]},{"path":"/tmp/cm","allow":["read"]},{"path":"/tmp/cm/x/deny","allow":[]},{"path":"/tmp/cmsync","allow":["read","write","create","delete"]},{"path":"/dev/null","allow":["read","write"]}' >"$P"
 chmod 0644 "$P"
 
 kmem() { awk '/^SUnreclaim:|^VmallocUsed:/ {s += $2} END {print s}' /proc/meminfo; }
@@ -40,6 +46,7 @@ out=$(mktemp)
 r=1
 while [ $r -le "$R" ]; do
 	rm -f /tmp/cmsync/done /tmp/cmsync/go
+	files
 	settle
 	base=$(kmem)
 	"$B/custode" run --user nobody --policy "$P" -- /bin/sh -c \

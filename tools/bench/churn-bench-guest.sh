@@ -4,7 +4,7 @@
 # The engine keeps one host-wide generation that every unlink, rmdir, link
 # and rename bumps (bpf/file.bpf.c: fs_gen_bump), and the kernel's
 # rename_lock count moves with every rename: either voids every run's
-# per-inode cache. This bench opens the same file (one per depth of
+# kept decisions (the run's decision table). This bench opens the same file (one per depth of
 # CHURN_DEPTHS, /tmp/fo/c/d<D>/x/.../f0) CHURN_ITERATIONS times, each open
 # after a round trip over two fifos with a churner process outside the run
 # (in the base cgroup):
