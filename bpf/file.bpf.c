@@ -50,9 +50,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * data the first name already may.
  *
  * The decisions live in the run's own table (include/custode/abi.h, struct
- * custode_decision): an array made when the run is registered, found by the
- * run's cgroup id in custode_decisions and deleted with the run, so a run's
- * cache memory is fixed and goes when the run does. A slot is picked by its
+ * custode_decision): an array made when the run is registered, found from
+ * the run's cgroup id in custode_decisions (an array of maps: an index, no
+ * hashing; the table's slot 0 says whose it is) and deleted with the run, so
+ * a run's cache memory is fixed and goes when the run does. A slot is picked by its
  * object's inode number and names the object (inode address, inode number,
  * mount): another object on the same slot overwrites it (a miss later,
  * never a wrong hit). An address names one inode only while that inode
@@ -89,9 +90,9 @@ struct decision_table {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
-	__uint(max_entries, CUSTODE_MAX_RUNS);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, CUSTODE_DECISION_TABLES);
+	__type(key, __u32);
 	CUSTODE_PIN_BY_NAME(custode_decisions);
 	__array(values, struct decision_table);
 } custode_decisions SEC(".maps");
@@ -103,6 +104,15 @@ struct {
 	__type(value, __u32);
 	CUSTODE_PIN_BY_NAME(custode_inode_stamps);
 } custode_inode_stamps SEC(".maps");
+
+/* Userspace's record of custode_decisions (include/custode/abi.h); no program reads it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CUSTODE_DECISION_TABLES);
+	__type(key, __u32);
+	__type(value, struct custode_decision_place);
+	CUSTODE_PIN_BY_NAME(custode_decision_places);
+} custode_decision_places SEC(".maps");
 
 static __always_inline __u64 dir_mix(__u64 h, __u64 v)
 {
@@ -632,12 +642,38 @@ static __always_inline __u32 *stamp_of(__u64 ino)
 	return bpf_map_lookup_elem(&custode_inode_stamps, &i);
 }
 
-/* The slot of an object (its inode number, its kind) in a run's table. */
+/* The slot of an object (its inode number, its kind) in a run's table: never slot 0, the owner's. */
 static __always_inline struct custode_decision *decision_slot(void *table, __u64 ino, __u16 kind)
 {
 	__u32 i = (__u32)dir_mix(kind, ino) & (CUSTODE_DECISION_SLOTS - 1);
 
+	i += !i;
 	return bpf_map_lookup_elem(table, &i);
+}
+
+/* Is table t the run's (its slot 0 names it)? */
+static __always_inline int table_of(void *t, __u64 run_cgid)
+{
+	__u32 zero = 0;
+	struct custode_decision *o;
+
+	if (!t)
+		return 0;
+	o = bpf_map_lookup_elem(t, &zero);
+	return o && o->kind == CUSTODE_DECISION_OWNER && o->ino == run_cgid;
+}
+
+/* The run's decision table (custode_decision_table_index's two places), or NULL. */
+static __always_inline void *run_table(__u64 run_cgid)
+{
+	__u32 i = custode_decision_table_index(run_cgid, 0);
+	void *t = bpf_map_lookup_elem(&custode_decisions, &i);
+
+	if (table_of(t, run_cgid))
+		return t;
+	i = custode_decision_table_index(run_cgid, 1);
+	t = bpf_map_lookup_elem(&custode_decisions, &i);
+	return table_of(t, run_cgid) ? t : NULL;
 }
 
 static __always_inline __u64 decision_sum(const struct custode_decision *d)
@@ -745,7 +781,7 @@ static __noinline int decided(struct file *file, __u64 run_cgid, const struct fs
 	struct inode *inode = file->f_inode, *dir = dir_of(file, inode);
 	struct vfsmount *mnt = file->f_path.mnt;
 	struct custode_decision *c, d;
-	void *table = bpf_map_lookup_elem(&custode_decisions, &run_cgid);
+	void *table = run_table(run_cgid);
 
 	if (!table || !inode)
 		return 0;
@@ -779,7 +815,7 @@ static __noinline void decision_keep(struct who *w, struct file *file, long len,
 
 	if (!w->s || !w->run || !inode)
 		return;
-	table = bpf_map_lookup_elem(&custode_decisions, &w->run_cgid);
+	table = run_table(w->run_cgid);
 	if (!table)
 		return;
 	nlen = file->f_path.dentry->d_name.len;

@@ -81,3 +81,38 @@ Test(maps, list_matches_the_bpf_objects)
 	for (int i = 0; i < CUSTODE_MAP_COUNT; i++)
 		cr_expect(pinned[i], "%s is listed but no object pins it", custode_map_name((enum custode_map_id)i));
 }
+
+/*
+ * The decision tables' places (include/custode/abi.h): what the file object
+ * declares is what userspace fills, and a run's two places are in range and
+ * apart — consecutive cgroup ids (how the kernel hands them out) never share
+ * their first place, so runs started together don't push each other out.
+ */
+Test(maps, decision_table_places)
+{
+	size_t sz;
+	const void *bytes = file_bpf__elf_bytes(&sz);
+	struct bpf_object *obj = bpf_object__open_mem(bytes, sz, NULL);
+	struct bpf_map *outer, *inner;
+	int apart = 0;
+
+	cr_assert_not_null(obj);
+	outer = bpf_object__find_map_by_name(obj, "custode_decisions");
+	cr_assert_not_null(outer);
+	cr_expect_eq(bpf_map__max_entries(outer), CUSTODE_DECISION_TABLES);
+	inner = bpf_map__inner_map(outer);
+	cr_assert_not_null(inner);
+	cr_expect_eq(bpf_map__type(inner), BPF_MAP_TYPE_ARRAY);
+	cr_expect_eq(bpf_map__max_entries(inner), CUSTODE_DECISION_SLOTS);
+	cr_expect_eq(bpf_map__value_size(inner), sizeof(struct custode_decision));
+	bpf_object__close(obj);
+	for (__u64 id = 4096; id < 4096 + 2 * CUSTODE_DECISION_TABLES; id++) {
+		__u32 a = custode_decision_table_index(id, 0), b = custode_decision_table_index(id, 1);
+
+		cr_assert_lt(a, CUSTODE_DECISION_TABLES);
+		cr_assert_lt(b, CUSTODE_DECISION_TABLES);
+		cr_assert_neq(a, custode_decision_table_index(id + 1, 0), "consecutive ids, one first place");
+		apart += a != b;
+	}
+	cr_expect_gt(apart, 2 * CUSTODE_DECISION_TABLES * 99 / 100, "a run's two places are (nearly always) two");
+}

@@ -19,14 +19,13 @@
 #include "state/ended.h"
 #include "state/runstate.h"
 
-/* The entries of a map keyed by run cgroup id. */
-static long long count_run_keys(int fd)
+int custode_engine_count_runs(struct custode_engine *e)
 {
 	__u64 key, next;
-	long long n = 0;
+	int n = 0;
 	void *prev = NULL;
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+	while (bpf_map_get_next_key(e->runs_fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
 		n++;
@@ -34,50 +33,88 @@ static long long count_run_keys(int fd)
 	return n;
 }
 
-int custode_engine_count_runs(struct custode_engine *e)
-{
-	return (int)count_run_keys(e->runs_fd);
-}
-
 /*
  * The run's decision table (include/custode/abi.h, struct custode_decision):
- * a fresh array in custode_decisions, before the run exists, so no hook of
- * the run ever finds another's. A table left by a registration that never
- * completed (its cgroup id not in custode_runs) is replaced; a live run's is
- * -EEXIST, as its registration would be. 0 also when the engine has no file
- * class (nothing to keep), -errno if the table can't be made.
+ * a fresh array, its slot 0 naming the run, put in custode_decisions before
+ * the run exists, at the first of its two places not held by another live
+ * run (custode_decision_places says whose each is; a table whose run is gone
+ * is replaced). Both held: the run keeps no decisions (engine status shows
+ * fewer tables than runs). A live run's own table is -EEXIST, as its
+ * registration would be. 0 also when the engine has no file class (nothing
+ * to keep); -errno if the table can't be made.
  */
 static int decisions_add(struct custode_engine *e, __u64 cgid)
 {
-	int outer = custode_map_open(CUSTODE_MAP_DECISIONS), inner, err = 0;
+	struct custode_decision o = {.ino = cgid, .kind = CUSTODE_DECISION_OWNER};
+	int outer = custode_map_open(CUSTODE_MAP_DECISIONS), places = custode_map_open(CUSTODE_MAP_DECISION_PLACES);
+	int inner = -1, err = 0;
+	struct custode_decision_place at;
+	struct bpf_map_info info;
 	struct custode_run run;
+	__u32 zero = 0, len = sizeof(info);
 
-	if (outer < 0)
-		return errno == ENOENT ? 0 : -errno;
+	if (outer < 0 || places < 0) {
+		err = errno == ENOENT ? 0 : -errno;
+		goto out;
+	}
 	inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "custode_run_dec", sizeof(__u32), sizeof(struct custode_decision),
 			       CUSTODE_DECISION_SLOTS, NULL);
-	if (inner < 0)
+	memset(&info, 0, sizeof(info));
+	if (inner < 0 || bpf_map_update_elem(inner, &zero, &o, BPF_ANY) < 0 ||
+	    bpf_obj_get_info_by_fd(inner, &info, &len) < 0) {
 		err = -errno;
-	else if (bpf_map_update_elem(outer, &cgid, &inner, BPF_NOEXIST) < 0) {
-		err = -errno;
-		if (err == -EEXIST && bpf_map_lookup_elem(e->runs_fd, &cgid, &run) < 0 && errno == ENOENT)
-			err = bpf_map_update_elem(outer, &cgid, &inner, BPF_ANY) < 0 ? -errno : 0;
+		goto out;
 	}
+	for (int probe = 0; probe < 2; probe++) {
+		__u32 i = custode_decision_table_index(cgid, probe);
+
+		if (bpf_map_lookup_elem(places, &i, &at) < 0) {
+			err = -errno;
+			goto out;
+		}
+		if (at.cgroup_id == cgid && bpf_map_lookup_elem(e->runs_fd, &cgid, &run) == 0) {
+			err = -EEXIST;
+			goto out;
+		}
+		if (at.cgroup_id && at.cgroup_id != cgid && bpf_map_lookup_elem(e->runs_fd, &at.cgroup_id, &run) == 0)
+			continue; /* another live run's */
+		if (bpf_map_update_elem(outer, &i, &inner, BPF_ANY) < 0) {
+			err = -errno;
+			goto out;
+		}
+		at = (struct custode_decision_place){.cgroup_id = cgid, .map_id = info.id};
+		if (bpf_map_update_elem(places, &i, &at, BPF_ANY) < 0)
+			err = -errno;
+		goto out;
+	}
+out:
 	if (inner >= 0)
 		close(inner); /* custode_decisions holds it now */
-	close(outer);
+	if (places >= 0)
+		close(places);
+	if (outer >= 0)
+		close(outer);
 	return err;
 }
 
 /* The run's table goes (freed by the kernel once no hook still uses it). */
 static void decisions_drop(__u64 cgid)
 {
-	int outer = custode_map_open(CUSTODE_MAP_DECISIONS);
+	int outer = custode_map_open(CUSTODE_MAP_DECISIONS), places = custode_map_open(CUSTODE_MAP_DECISION_PLACES);
+	struct custode_decision_place at, none = {0};
 
-	if (outer < 0)
-		return;
-	bpf_map_delete_elem(outer, &cgid);
-	close(outer);
+	for (int probe = 0; outer >= 0 && places >= 0 && probe < 2; probe++) {
+		__u32 i = custode_decision_table_index(cgid, probe);
+
+		if (bpf_map_lookup_elem(places, &i, &at) == 0 && at.cgroup_id == cgid) {
+			bpf_map_delete_elem(outer, &i);
+			bpf_map_update_elem(places, &i, &none, BPF_ANY);
+		}
+	}
+	if (places >= 0)
+		close(places);
+	if (outer >= 0)
+		close(outer);
 }
 
 int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run)
@@ -202,29 +239,26 @@ static __u32 table_used(__u32 map_id)
 
 int custode_engine_decision_tables(struct custode_decision_table *out, int max)
 {
-	__u64 key, next;
-	void *prev = NULL;
-	int fd = custode_map_open(CUSTODE_MAP_DECISIONS), n = 0;
+	static struct custode_decision_place at[CUSTODE_DECISION_TABLES];
+	__u32 keys[CUSTODE_DECISION_TABLES], batch = 0, n = CUSTODE_DECISION_TABLES;
+	int fd = custode_map_open(CUSTODE_MAP_DECISION_PLACES), k = 0;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 
 	if (fd < 0)
 		return -errno;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		__u32 id;
-
-		key = next;
-		prev = &key;
-		if (n >= max)
-			break;
-		/* a map of maps answers userspace with the inner map's id */
-		if (bpf_map_lookup_elem(fd, &key, &id) < 0)
-			continue;
-		out[n].cgroup_id = key;
-		out[n].map_id = id;
-		out[n].used = table_used(id);
-		n++;
-	}
+	/* the whole array in one call (ENOENT: its end reached) */
+	if (bpf_map_lookup_batch(fd, NULL, &batch, keys, at, &n, &opts) < 0 && errno != ENOENT)
+		n = 0;
 	close(fd);
-	return n;
+	for (__u32 i = 0; i < n && i < CUSTODE_DECISION_TABLES && k < max; i++) {
+		if (!at[i].cgroup_id)
+			continue;
+		out[k].cgroup_id = at[i].cgroup_id;
+		out[k].map_id = at[i].map_id;
+		out[k].used = table_used(at[i].map_id);
+		k++;
+	}
+	return k;
 }
 
 int custode_engine_scratch(struct custode_scratch_head sum[CUSTODE_SCRATCH_SLOTS])
