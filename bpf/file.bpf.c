@@ -114,7 +114,7 @@ struct {
 	CUSTODE_PIN_BY_NAME(custode_decision_places);
 } custode_decision_places SEC(".maps");
 
-static __always_inline __u64 dir_mix(__u64 h, __u64 v)
+static __always_inline __u64 mix64(__u64 h, __u64 v)
 {
 	h ^= v;
 	h *= 0x9e3779b97f4a7c15ull;
@@ -124,7 +124,7 @@ static __always_inline __u64 dir_mix(__u64 h, __u64 v)
 /*
  * Is the number n the address ptr? Compared on an opaque copy of n, so that
  * the compiler can't use the pointer for n where the two are equal (the
- * verifier refuses arithmetic on a pointer, and n goes into dir_sum).
+ * verifier refuses arithmetic on a pointer, and n goes into decision_sum).
  */
 static __always_inline int same_addr(__u64 n, __u64 ptr)
 {
@@ -637,7 +637,7 @@ static __always_inline int cgroup_file_in_run(struct inode *inode, __u64 run_cgi
 
 static __always_inline __u32 *stamp_of(__u64 ino)
 {
-	__u32 i = (__u32)dir_mix(0x452821e638d01377ull, ino) & (CUSTODE_INODE_STAMPS - 1);
+	__u32 i = (__u32)mix64(0x452821e638d01377ull, ino) & (CUSTODE_INODE_STAMPS - 1);
 
 	return bpf_map_lookup_elem(&custode_inode_stamps, &i);
 }
@@ -645,7 +645,7 @@ static __always_inline __u32 *stamp_of(__u64 ino)
 /* The slot of an object (its inode number, its kind) in a run's table: never slot 0, the owner's. */
 static __always_inline struct custode_decision *decision_slot(void *table, __u64 ino, __u16 kind)
 {
-	__u32 i = (__u32)dir_mix(kind, ino) & (CUSTODE_DECISION_SLOTS - 1);
+	__u32 i = (__u32)mix64(kind, ino) & (CUSTODE_DECISION_SLOTS - 1);
 
 	i += !i;
 	return bpf_map_lookup_elem(table, &i);
@@ -680,13 +680,13 @@ static __always_inline __u64 decision_sum(const struct custode_decision *d)
 {
 	__u64 h = 0x243f6a8885a308d3ull;
 
-	h = dir_mix(h, d->obj);
-	h = dir_mix(h, d->ino);
-	h = dir_mix(h, d->mnt);
-	h = dir_mix(h, d->gen);
-	h = dir_mix(h, ((__u64)d->rename_seq << 32) | d->mount_seq);
-	h = dir_mix(h, ((__u64)d->stamp << 32) | ((__u32)d->kind << 16) | d->dirlen);
-	h = dir_mix(h, ((__u64)d->allow << 32) | d->ruleset);
+	h = mix64(h, d->obj);
+	h = mix64(h, d->ino);
+	h = mix64(h, d->mnt);
+	h = mix64(h, d->gen);
+	h = mix64(h, ((__u64)d->rename_seq << 32) | d->mount_seq);
+	h = mix64(h, ((__u64)d->stamp << 32) | ((__u32)d->kind << 16) | d->dirlen);
+	h = mix64(h, ((__u64)d->allow << 32) | d->ruleset);
 	return h | 1; /* never 0: a slot being written doesn't validate */
 }
 

@@ -218,21 +218,32 @@ static int file_prog_map(const char *name, struct bpf_map_info *m)
 	return -ENOENT;
 }
 
+/* The values of array map fd (at most max of them) in vals, in one call: how many were read. */
+static __u32 array_read(int fd, void *vals, __u32 max)
+{
+	static __u32 keys[CUSTODE_DECISION_SLOTS > CUSTODE_DECISION_TABLES ? CUSTODE_DECISION_SLOTS
+									     : CUSTODE_DECISION_TABLES];
+	__u32 batch = 0, n = max < sizeof(keys) / sizeof(keys[0]) ? max : sizeof(keys) / sizeof(keys[0]);
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+
+	/* ENOENT: the array's end reached, n read */
+	if (bpf_map_lookup_batch(fd, NULL, &batch, keys, vals, &n, &opts) < 0 && errno != ENOENT)
+		return 0;
+	return n;
+}
+
 /* Slots of a run's table that hold a decision (a checksum set). */
 static __u32 table_used(__u32 map_id)
 {
 	static struct custode_decision v[CUSTODE_DECISION_SLOTS];
-	__u32 keys[CUSTODE_DECISION_SLOTS], out = 0, n = CUSTODE_DECISION_SLOTS, used = 0;
-	int fd = bpf_map_get_fd_by_id(map_id), err;
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	int fd = bpf_map_get_fd_by_id(map_id);
+	__u32 n, used = 0;
 
 	if (fd < 0)
 		return 0;
-	err = bpf_map_lookup_batch(fd, NULL, &out, keys, v, &n, &opts);
-	if (err < 0 && errno != ENOENT)
-		n = 0; /* ENOENT: the whole array in this one batch */
+	n = array_read(fd, v, CUSTODE_DECISION_SLOTS);
 	close(fd);
-	for (__u32 i = 0; i < n && i < CUSTODE_DECISION_SLOTS; i++)
+	for (__u32 i = 0; i < n; i++)
 		used += v[i].sum != 0;
 	return used;
 }
@@ -240,17 +251,14 @@ static __u32 table_used(__u32 map_id)
 int custode_engine_decision_tables(struct custode_decision_table *out, int max)
 {
 	static struct custode_decision_place at[CUSTODE_DECISION_TABLES];
-	__u32 keys[CUSTODE_DECISION_TABLES], batch = 0, n = CUSTODE_DECISION_TABLES;
 	int fd = custode_map_open(CUSTODE_MAP_DECISION_PLACES), k = 0;
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u32 n;
 
 	if (fd < 0)
 		return -errno;
-	/* the whole array in one call (ENOENT: its end reached) */
-	if (bpf_map_lookup_batch(fd, NULL, &batch, keys, at, &n, &opts) < 0 && errno != ENOENT)
-		n = 0;
+	n = array_read(fd, at, CUSTODE_DECISION_TABLES);
 	close(fd);
-	for (__u32 i = 0; i < n && i < CUSTODE_DECISION_TABLES && k < max; i++) {
+	for (__u32 i = 0; i < n && k < max; i++) {
 		if (!at[i].cgroup_id)
 			continue;
 		out[k].cgroup_id = at[i].cgroup_id;
