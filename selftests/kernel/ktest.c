@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "cgroup/cgroup.h"
@@ -670,6 +671,141 @@ static void install_helpers(const char *dir)
 	closedir(d);
 }
 
+/*
+ * The hang watchdog. A test that has not ended after ktest_slack(150 s) (10 min
+ * by default, or $CUSTODE_KTEST_HANG_S seconds; the slowest test takes ~2 min
+ * in a loaded guest) is stuck: say
+ * where each of its processes sleeps in the kernel, kill them all, and report
+ * it failed, so one stuck test costs its own 10 minutes, not the guest's whole
+ * time limit and the report of every test after it.
+ */
+#define KTEST_MAX_PROCS 4096
+
+/* The test's process and every process below it, by parent links in /proc. */
+static int test_tree(pid_t root, pid_t *tree, int max)
+{
+	static pid_t pid[KTEST_MAX_PROCS], ppid[KTEST_MAX_PROCS];
+	int n = 0, k = 0;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < KTEST_MAX_PROCS) {
+		char path[64], buf[512], *rp;
+		ssize_t len;
+		int fd;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		rp = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+		if (!rp || sscanf(rp + 1, " %*c %d", &ppid[n]) != 1)
+			continue;
+		pid[n++] = atoi(de->d_name);
+	}
+	closedir(d);
+	tree[k++] = root;
+	for (int i = 0; i < k && k < max; i++)
+		for (int j = 0; j < n && k < max; j++)
+			if (ppid[j] == tree[i] && pid[j] != root)
+				tree[k++] = pid[j];
+	return k;
+}
+
+static void print_file(const char *path, const char *prefix, int max_lines)
+{
+	char line[512];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return;
+	for (int i = 0; i < max_lines && fgets(line, sizeof(line), f); i++)
+		printf("%s%s%s", prefix, line, strchr(line, '\n') ? "" : "\n");
+	fclose(f);
+}
+
+static void hang_report_and_kill(pid_t root, double secs)
+{
+	static pid_t tree[KTEST_MAX_PROCS];
+	int n = test_tree(root, tree, KTEST_MAX_PROCS);
+
+	printf("# HUNG after %.0f s: %d process%s; where each sleeps:\n", secs, n, n == 1 ? "" : "es");
+	for (int i = 0; i < n && i < 32; i++) {
+		char path[64], comm[64] = "?", wchan[128] = "?";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", tree[i]);
+		if ((f = fopen(path, "re"))) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/proc/%d/wchan", tree[i]);
+		if ((f = fopen(path, "re"))) {
+			if (!fgets(wchan, sizeof(wchan), f))
+				snprintf(wchan, sizeof(wchan), "?");
+			fclose(f);
+		}
+		printf("#   pid %d (%s) wchan %s\n", tree[i], comm, wchan);
+		snprintf(path, sizeof(path), "/proc/%d/stack", tree[i]);
+		print_file(path, "#     ", 16);
+	}
+	/* stop them all first, so none forks or is reaped between the walk and the kill */
+	for (int i = 0; i < n; i++)
+		kill(tree[i], SIGSTOP);
+	n = test_tree(root, tree, KTEST_MAX_PROCS);
+	for (int i = n - 1; i >= 0; i--)
+		kill(tree[i], SIGKILL);
+	fflush(stdout);
+}
+
+/* Wait for the test's process; kill it (and report) once it is past the watchdog. */
+static int wait_test(pid_t pid, const struct timespec *t0)
+{
+	const char *e = getenv("CUSTODE_KTEST_HANG_S");
+	int limit_ms = e && atoi(e) > 0 && atoi(e) < 86400 ? atoi(e) * 1000 : ktest_slack(150000);
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), st = 0;
+	bool hung = false;
+
+	for (;;) {
+		struct timespec now;
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		long waited;
+
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		waited = (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
+		if (hung && waited >= limit_ms + 60000L) {
+			printf("# the hung test's process did not die in 60 s (stuck in the kernel); going on\n");
+			break;
+		}
+		if (!hung && waited >= limit_ms) {
+			hang_report_and_kill(pid, (double)waited / 1000);
+			hung = true;
+		}
+		if (pfd >= 0) {
+			struct pollfd p = { .fd = pfd, .events = POLLIN };
+
+			poll(&p, 1, hung ? 1000 : (int)(limit_ms - waited));
+		} else {
+			usleep(100000); /* no pidfd_open (older than 5.3): look ten times a second */
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+	return hung ? -1 : st;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: ktest [--require-all] [--list] [PATTERN...]\n"
@@ -717,7 +853,7 @@ int main(int argc, char **argv)
 	if (!list)
 		printf("TAP version 13\n"); /* --list prints the names alone: tools/test counts them */
 	for (int i = 0; i < ntests; i++) {
-		bool match = npat == 0;
+		bool match = npat == 0, hung;
 		int st, code;
 		pid_t pid;
 
@@ -738,8 +874,9 @@ int main(int argc, char **argv)
 			fflush(NULL);
 			_exit(failures ? 1 : 0);
 		}
-		waitpid(pid, &st, 0);
-		code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		st = wait_test(pid, &t0);
+		hung = st == -1;
+		code = hung ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		total += secs;
@@ -752,7 +889,9 @@ int main(int argc, char **argv)
 			skip++;
 		} else {
 			printf("not ok %d - %s%s\n", ran, tests[i].name,
-			       code == EXIT_SKIP ? " (skipped, but --require-all)" : "");
+			       hung			 ? " (hung: killed by the watchdog)"
+			       : code == EXIT_SKIP ? " (skipped, but --require-all)"
+						     : "");
 			fail++;
 		}
 	}
