@@ -49,14 +49,14 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * the full path and are reported. A second name of an inode opens the same
  * data the first name already may.
  *
- * The decisions live in the run's own table (include/custode/abi.h, struct
- * custode_decision): an array made when the run is registered, found from
- * the run's cgroup id in custode_decisions (an array of maps: an index, no
- * hashing; the table's slot 0 says whose it is) and deleted with the run, so
- * a run's cache memory is fixed and goes when the run does. A slot is picked by its
- * object's inode number and names the object (inode address, inode number,
- * mount): another object on the same slot overwrites it (a miss later,
- * never a wrong hit). An address names one inode only while that inode
+ * The decisions live in one table of fixed size shared by every run
+ * (custode_decisions, include/custode/abi.h, struct custode_decision): no
+ * memory per run, nothing made or dropped when a run starts or ends. A slot
+ * is picked by the run's cgroup id, the kind and the object's inode number,
+ * and names the run and the object (inode address, inode number, mount):
+ * another run or object on the same slot overwrites it (a miss later, never
+ * a wrong hit), and an ended run's slots serve nobody (its id is never
+ * reused). An address names one inode only while that inode
  * lives, and a number can name two files at once (btrfs subvolumes,
  * overlayfs layers): the memory of a freed inode can hold another inode of
  * the same number. So each number has a stamp (custode_inode_stamps, by a
@@ -77,24 +77,12 @@ struct fs_epoch {
 	__u32 mount_seq;
 };
 
-/*
- * One run's table: what userspace makes for each run (engine/runs.c), the
- * inner map's shape. Sizes, not BTF types: the tables userspace makes carry
- * none, and clang would emit the value's type only as a declaration here.
- */
-struct decision_table {
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CUSTODE_DECISION_SLOTS);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(struct custode_decision));
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, CUSTODE_DECISION_TABLES);
 	__type(key, __u32);
+	__type(value, struct custode_decision);
 	CUSTODE_PIN_BY_NAME(custode_decisions);
-	__array(values, struct decision_table);
 } custode_decisions SEC(".maps");
 
 struct {
@@ -105,14 +93,6 @@ struct {
 	CUSTODE_PIN_BY_NAME(custode_inode_stamps);
 } custode_inode_stamps SEC(".maps");
 
-/* Userspace's record of custode_decisions (include/custode/abi.h); no program reads it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, CUSTODE_DECISION_TABLES);
-	__type(key, __u32);
-	__type(value, struct custode_decision_place);
-	CUSTODE_PIN_BY_NAME(custode_decision_places);
-} custode_decision_places SEC(".maps");
 
 static __always_inline __u64 mix64(__u64 h, __u64 v)
 {
@@ -625,7 +605,7 @@ static __always_inline int cgroup_file_in_run(struct inode *inode, __u64 run_cgi
  * by the compiler), every name in D falls to that same rule, so the run's
  * classes for D's files don't depend on their names: that rule's classes,
  * narrowed by the restricting identities of D and of M's root, are kept for
- * (D, M) in the run's table, and the first open of another file of D costs
+ * (D, M) as the run's in the decision table, and the first open of another file of D costs
  * one lookup and the file's own identity lookup instead of d_path and the
  * rules — and no slot of its own. The same epoch as the file decisions (a
  * rename or mount anywhere, an unlink, a link, a changed run). Only regular
@@ -642,44 +622,19 @@ static __always_inline __u32 *stamp_of(__u64 ino)
 	return bpf_map_lookup_elem(&custode_inode_stamps, &i);
 }
 
-/* The slot of an object (its inode number, its kind) in a run's table: never slot 0, the owner's. */
-static __always_inline struct custode_decision *decision_slot(void *table, __u64 ino, __u16 kind)
+/* The slot of a run's decision on an object (its inode number, its kind). */
+static __always_inline struct custode_decision *decision_slot(__u64 run_cgid, __u64 ino, __u16 kind)
 {
-	__u32 i = (__u32)mix64(kind, ino) & (CUSTODE_DECISION_SLOTS - 1);
+	__u32 i = (__u32)mix64(mix64(run_cgid, kind), ino) & (CUSTODE_DECISION_SLOTS - 1);
 
-	i += !i;
-	return bpf_map_lookup_elem(table, &i);
-}
-
-/* Is table t the run's (its slot 0 names it)? */
-static __always_inline int table_of(void *t, __u64 run_cgid)
-{
-	__u32 zero = 0;
-	struct custode_decision *o;
-
-	if (!t)
-		return 0;
-	o = bpf_map_lookup_elem(t, &zero);
-	return o && o->kind == CUSTODE_DECISION_OWNER && o->ino == run_cgid;
-}
-
-/* The run's decision table (custode_decision_table_index's two places), or NULL. */
-static __always_inline void *run_table(__u64 run_cgid)
-{
-	__u32 i = custode_decision_table_index(run_cgid, 0);
-	void *t = bpf_map_lookup_elem(&custode_decisions, &i);
-
-	if (table_of(t, run_cgid))
-		return t;
-	i = custode_decision_table_index(run_cgid, 1);
-	t = bpf_map_lookup_elem(&custode_decisions, &i);
-	return table_of(t, run_cgid) ? t : NULL;
+	return bpf_map_lookup_elem(&custode_decisions, &i);
 }
 
 static __always_inline __u64 decision_sum(const struct custode_decision *d)
 {
 	__u64 h = 0x243f6a8885a308d3ull;
 
+	h = mix64(h, d->run);
 	h = mix64(h, d->obj);
 	h = mix64(h, d->ino);
 	h = mix64(h, d->mnt);
@@ -700,21 +655,23 @@ static __always_inline __u64 decision_sum(const struct custode_decision *d)
 #define DECISION_WRITE(f) v->f = d.f;
 
 /*
- * Does slot c hold a decision for obj (of this kind) through mnt at epoch e?
- * Its contents in *d. The addresses are compared as numbers read from the
+ * Does slot c hold the run's decision for obj (of this kind) through mnt at
+ * epoch e? Its contents in *d. The addresses are compared as numbers read from the
  * slot (same_addr): that is what the checksum is made of.
  */
-static __always_inline int decision_valid(struct custode_decision *c, struct inode *obj, struct vfsmount *mnt,
-					  __u16 kind, const struct fs_epoch *e, struct custode_decision *d)
+static __always_inline int decision_valid(struct custode_decision *c, __u64 run_cgid, struct inode *obj,
+					  struct vfsmount *mnt, __u16 kind, const struct fs_epoch *e,
+					  struct custode_decision *d)
 {
 	volatile struct custode_decision *v = c;
 	__u32 *stamp;
 
-	/* another object's slot (the common miss): out before reading the rest */
+	/* another run's or object's slot (the common miss): out before reading the rest */
+	d->run = v->run;
 	d->obj = v->obj;
 	d->ino = v->ino;
 	d->kind = v->kind;
-	if (!same_addr(d->obj, (__u64)obj) || d->ino != obj->i_ino || d->kind != kind)
+	if (d->run != run_cgid || !same_addr(d->obj, (__u64)obj) || d->ino != obj->i_ino || d->kind != kind)
 		return 0;
 	d->mnt = v->mnt;
 	DECISION_FIELDS(DECISION_READ)
@@ -728,12 +685,14 @@ static __always_inline int decision_valid(struct custode_decision *c, struct ino
 	return d->sum == decision_sum(d); /* else torn, or a mix of two writers */
 }
 
-static __always_inline void decision_store(struct custode_decision *c, struct inode *obj, struct vfsmount *mnt,
-					   __u16 kind, const struct fs_epoch *e, __u32 allow, __u32 ruleset, __u32 dirlen)
+static __always_inline void decision_store(struct custode_decision *c, __u64 run_cgid, struct inode *obj,
+					   struct vfsmount *mnt, __u16 kind, const struct fs_epoch *e, __u32 allow,
+					   __u32 ruleset, __u32 dirlen)
 {
 	volatile struct custode_decision *v = c;
 	__u32 *stamp = stamp_of(obj->i_ino);
 	struct custode_decision d = {
+		.run = run_cgid,
 		.ino = obj->i_ino,
 		.gen = e->gen,
 		.rename_seq = e->rename_seq,
@@ -752,6 +711,7 @@ static __always_inline void decision_store(struct custode_decision *c, struct in
 	/* the addresses stored, and read back as numbers: what the checksum is made of */
 	if (!addr_number(&v->obj, (__u64)obj, &d.obj) || !addr_number(&v->mnt, (__u64)mnt, &d.mnt))
 		return; /* rewritten under us: left invalid */
+	v->run = d.run;
 	v->ino = d.ino;
 	v->kind = d.kind;
 	DECISION_FIELDS(DECISION_WRITE)
@@ -772,7 +732,7 @@ static __always_inline struct inode *dir_of(struct file *file, struct inode *ino
 }
 
 /*
- * Does the run's table allow `want` on this file: a decision of its
+ * Do the run's kept decisions allow `want` on this file: a decision of its
  * directory (with the file's own identity applied) or of the file itself?
  * Without a claim: the scratch cells it uses are checked as they are read.
  */
@@ -781,29 +741,28 @@ static __noinline int decided(struct file *file, __u64 run_cgid, const struct fs
 	struct inode *inode = file->f_inode, *dir = dir_of(file, inode);
 	struct vfsmount *mnt = file->f_path.mnt;
 	struct custode_decision *c, d;
-	void *table = run_table(run_cgid);
 
-	if (!table || !inode)
+	if (!inode)
 		return 0;
 	/*
 	 * The directory's first: most files are under a rule with nothing
 	 * below it, whose decision is their directory's, and they have no slot
 	 * of their own (looking there first cost every such open a miss).
 	 */
-	if (dir && (c = decision_slot(table, dir->i_ino, CUSTODE_DECISION_DIR)) &&
-	    decision_valid(c, dir, mnt, CUSTODE_DECISION_DIR, e, &d) && !(want & ~d.allow) &&
+	if (dir && (c = decision_slot(run_cgid, dir->i_ino, CUSTODE_DECISION_DIR)) &&
+	    decision_valid(c, run_cgid, dir, mnt, CUSTODE_DECISION_DIR, e, &d) && !(want & ~d.allow) &&
 	    /* "D/name (deleted)" and its NUL must fit, or d_path would have refused it */
 	    d.dirlen + file->f_path.dentry->d_name.len + 12 <= CUSTODE_PATH_MAX &&
 	    !(want & ~identity_mask(d.ruleset, inode)))
 		return 1;
 	/* the file's own: no identity lookup (its identities were applied when it was kept) */
-	return (c = decision_slot(table, inode->i_ino, CUSTODE_DECISION_FILE)) &&
-	       decision_valid(c, inode, mnt, CUSTODE_DECISION_FILE, e, &d) && !(want & ~d.allow);
+	return (c = decision_slot(run_cgid, inode->i_ino, CUSTODE_DECISION_FILE)) &&
+	       decision_valid(c, run_cgid, inode, mnt, CUSTODE_DECISION_FILE, e, &d) && !(want & ~d.allow);
 }
 
 /*
  * After an allowed full decision of an open (`allow`, the file's identity
- * applied): kept in the run's table, as D's decision when the rule matching
+ * applied): kept as the run's in the decision table, as D's decision when the rule matching
  * "D/" has nothing below it, else as the file's. `masks` is the identity
  * mask of D and of the mount's root (high half) and `allow` (low half); the
  * path of the file is in the scratch buffer (len with its NUL).
@@ -816,12 +775,8 @@ static __noinline void decision_keep(struct who *w, struct file *file, long len,
 	struct custode_path_rule *rule;
 	struct custode_decision *c;
 	__u32 nlen, dirlen;
-	void *table;
 
 	if (!w->s || !w->run || !inode)
-		return;
-	table = run_table(w->run_cgid);
-	if (!table)
 		return;
 	nlen = file->f_path.dentry->d_name.len;
 	if (dir && len >= 3 && len <= CUSTODE_PATH_MAX && nlen + 2 <= len) {
@@ -835,16 +790,17 @@ static __noinline void decision_keep(struct who *w, struct file *file, long len,
 			rule = bpf_map_lookup_elem(&custode_path_rules, key);
 			/* everything read from the scratch is read: still this hook's? */
 			if (rule && (rule->flags & CUSTODE_PATH_RULE_NOTHING_BELOW) && who_holds(w) &&
-			    (c = decision_slot(table, dir->i_ino, CUSTODE_DECISION_DIR))) {
-				decision_store(c, dir, file->f_path.mnt, CUSTODE_DECISION_DIR, e, rule->allow & up,
-					       w->run->ruleset, dirlen);
+			    (c = decision_slot(w->run_cgid, dir->i_ino, CUSTODE_DECISION_DIR))) {
+				decision_store(c, w->run_cgid, dir, file->f_path.mnt, CUSTODE_DECISION_DIR, e,
+					       rule->allow & up, w->run->ruleset, dirlen);
 				return; /* the directory's decision serves this file too: no slot of its own */
 			}
 		}
 	}
 	/* allow came from the scratch: kept only if the scratch was this hook's throughout */
-	if (who_holds(w) && (c = decision_slot(table, inode->i_ino, CUSTODE_DECISION_FILE)))
-		decision_store(c, inode, file->f_path.mnt, CUSTODE_DECISION_FILE, e, allow, w->run->ruleset, 0);
+	if (who_holds(w) && (c = decision_slot(w->run_cgid, inode->i_ino, CUSTODE_DECISION_FILE)))
+		decision_store(c, w->run_cgid, inode, file->f_path.mnt, CUSTODE_DECISION_FILE, e, allow,
+			       w->run->ruleset, 0);
 }
 
 /*
@@ -889,7 +845,7 @@ struct {
 
 /*
  * Called for every dentry that gets its inode, host-wide: the address's
- * stamp (the decision tables), two loads and out, unless it's a queue or a
+ * stamp (the decision table), two loads and out, unless it's a queue or a
  * pty made in a run.
  */
 CUSTODE_LSM_VOID(d_instantiate, custode_d_instantiate, struct dentry *dentry, struct inode *inode)

@@ -10,7 +10,7 @@
 #include "custode/types.h"
 #include "custode/reasons.h"
 
-#define CUSTODE_ABI_VERSION 9 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted); resolver listeners in runs' network namespaces (custode_dns_netns, custode_dns_netns_seen, custode_dns_wake; custode_dns_cfg.gen); set-up newcomers (custode_newcomers); 7: the count of newcomer marks (custode_newcomers_live); 8: the restricting-identity filter (custode_identity_filter); 9: per-run decision tables (custode_decisions, custode_inode_stamps) instead of per-inode slots */
+#define CUSTODE_ABI_VERSION 10 /* 2: event record v2, custode_gates, throttle maps, CUSTODE_RUN_ATTACHED; 3: run cache; 4: attack classes (W^X flag, IPC owners, host addresses); 5: 64-bit policy_version (run value, event record v3); 6: admitted binaries (custode_admitted); resolver listeners in runs' network namespaces (custode_dns_netns, custode_dns_netns_seen, custode_dns_wake; custode_dns_cfg.gen); set-up newcomers (custode_newcomers); 7: the count of newcomer marks (custode_newcomers_live); 8: the restricting-identity filter (custode_identity_filter); 9: per-run decision tables (custode_decisions, custode_inode_stamps) instead of per-inode slots; 10: one shared decision table (custode_decisions an array; struct custode_decision names its run), no per-run tables */
 
 /* bpffs layout of the pinned engine */
 #define CUSTODE_PIN_ROOT "/sys/fs/bpf/custode"
@@ -219,51 +219,26 @@ struct custode_scratch_head {
 };
 
 /*
- * A run's decision table (bpf/file.bpf.c): the file engine's cache of
- * allowing decisions, one array of CUSTODE_DECISION_SLOTS per run, made when
- * the run is registered and held in custode_decisions (an array of maps, at
- * one of the two places custode_decision_table_index gives for the run
- * cgroup's id), so its memory is fixed (CUSTODE_DECISION_SLOTS *
- * sizeof(struct custode_decision)) and goes with the run: unregistering
- * deletes the entry. Slot 0 names the table's run (kind
- * CUSTODE_DECISION_OWNER, ino the run cgroup's id), written before the
- * table is put in place and never after: a hook uses a table only if it is
- * its run's. The other slots are direct-mapped from their object's inode
- * number; a collision overwrites (a miss, never a wrong hit: the slot names
- * its object and carries a checksum).
+ * The file engine's cache of allowing decisions (bpf/file.bpf.c): one array
+ * of CUSTODE_DECISION_SLOTS, custode_decisions, made with the engine and
+ * shared by every run, so its memory is fixed (CUSTODE_DECISION_SLOTS *
+ * sizeof(struct custode_decision)) whatever the runs open and however many
+ * there are. Nothing is made or dropped per run: a slot is direct-mapped
+ * from (run cgroup id, kind, inode number) and names its run, so a run's
+ * slots serve only that run and are dead once it ends (cgroup ids are never
+ * reused while the system runs), free for whoever maps there next. A
+ * collision overwrites (a miss, never a wrong hit: the slot names its run
+ * and object and carries a checksum).
  */
-#define CUSTODE_DECISION_SLOTS 8192
-#define CUSTODE_DECISION_TABLES 8192 /* places in custode_decisions: twice CUSTODE_MAX_RUNS */
-
-/* Where run cgroup `cgid`'s table may be: probe 0, else probe 1 (both taken: the run has none). */
-static inline __u32 custode_decision_table_index(__u64 cgid, int probe)
-{
-	if (probe)
-		cgid = (cgid * 0x9e3779b97f4a7c15ull) >> 32;
-	return (__u32)cgid & (CUSTODE_DECISION_TABLES - 1);
-}
-
-/*
- * custode_decision_places (array, CUSTODE_DECISION_TABLES entries): which
- * run's table is at each place of custode_decisions, kept by userspace
- * beside it and never read by BPF (which trusts only a table's slot 0).
- * Reading a map of maps from userspace waits for an RCU grace period on
- * kernels before 6.8 (per read): this is what registration and engine
- * status read instead.
- */
-struct custode_decision_place {
-	__u64 cgroup_id; /* the run's; 0 = free */
-	__u32 map_id;    /* its table */
-	__u32 _pad;
-};
+#define CUSTODE_DECISION_SLOTS 65536
 
 enum custode_decision_kind {
-	CUSTODE_DECISION_FILE = 1,  /* this inode, through this mount */
-	CUSTODE_DECISION_DIR = 2,   /* the regular files directly in this directory, through this mount */
-	CUSTODE_DECISION_OWNER = 3, /* slot 0: whose table this is (ino: the run cgroup's id) */
+	CUSTODE_DECISION_FILE = 1, /* this inode, through this mount */
+	CUSTODE_DECISION_DIR = 2,  /* the regular files directly in this directory, through this mount */
 };
 
 struct custode_decision {
+	__u64 run;   /* the run cgroup's id: whose decision this is */
 	__u64 obj;   /* the inode's address (a directory's for CUSTODE_DECISION_DIR) */
 	__u64 ino;
 	__u64 mnt;   /* the mount's address */
@@ -318,8 +293,7 @@ _Static_assert(sizeof(struct custode_net_key) == 28, "custode_net_key ABI");
 _Static_assert(sizeof(struct custode_private_key) == 24, "custode_private_key ABI");
 _Static_assert(sizeof(struct custode_pin_key) == 32, "custode_pin_key ABI");
 _Static_assert(sizeof(struct custode_meta) == 40, "custode_meta ABI");
-_Static_assert(sizeof(struct custode_decision) == 64, "custode_decision ABI");
-_Static_assert(sizeof(struct custode_decision_place) == 16, "custode_decision_place ABI");
+_Static_assert(sizeof(struct custode_decision) == 72, "custode_decision ABI");
 
 /* ---- attached runs and event throttling: docs/operations.md, docs/events.md ---- */
 

@@ -50,7 +50,6 @@
 	/* bpf/file.bpf.c: file */                     \
 	X(DECISIONS, custode_decisions)               \
 	X(INODE_STAMPS, custode_inode_stamps)         \
-	X(DECISION_PLACES, custode_decision_places)   \
 	/* bpf/proc.bpf.c: proc */                     \
 	X(ADMITTED, custode_admitted)                 \
 	/* bpf/lib/newcomer.bpf.h: file and proc */    \

@@ -97,8 +97,8 @@ Test(output, engine_status_text)
 
 	cr_assert(st != NULL);
 	json_object_set_new(st, "decisions",
-			    json_pack("{s:i, s:i, s:i, s:i, s:[]}", "tables", 2, "slots_per_run", 8192, "bytes_per_run",
-				      524288, "slots_used", 37, "runs"));
+			    json_pack("{s:i, s:i, s:i, s:i, s:[]}", "slots", 65536, "bytes", 4718592, "slots_used", 37,
+				      "slots_of_ended_runs", 5, "runs"));
 	json_object_set_new(st, "scratch",
 			    json_pack("{s:i, s:[i,i,i,i], s:[i,i,i,i], s:i, s:i}", "slots", 4, "claims", 900, 12, 1, 0,
 				      "held", 0, 0, 0, 0, "steals", 0, "lost", 0));
@@ -115,7 +115,7 @@ Test(output, engine_status_text)
 			      "runs             2\n"
 			      "events           7 (1 dropped)\n"
 			      "run cache        off\n"
-			      "decisions        2 run tables of 8192 slots (512 KiB each), 37 slots used\n"
+			      "decisions        65536 slots shared by the runs (4608 KiB), 37 used (5 of them by ended runs)\n"
 			      "path buffers     claims 900/12/1/0 by slot; 0 steals, 0 refused\n"
 			      "admitted         1\n"
 			      "  dev 8:1 ino 4242, ABI 6, 2026-01-01T00:00:05Z\n"

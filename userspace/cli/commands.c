@@ -144,25 +144,23 @@ static json_t *scratch_json(void)
 			 "steals", steals, "lost", lost);
 }
 
-/* The runs' decision tables (bpf/file.bpf.c): null without a file class. */
-static json_t *decisions_json(void)
+/* The decision table (bpf/file.bpf.c), shared by the runs: null without a file class. */
+static json_t *decisions_json(struct custode_engine *e)
 {
-	static struct custode_decision_table t[CUSTODE_MAX_RUNS];
-	int n = custode_engine_decision_tables(t, CUSTODE_MAX_RUNS);
+	static struct custode_decision_use u[CUSTODE_MAX_RUNS];
+	struct custode_decision_totals t;
+	int n = custode_engine_decisions(e, u, CUSTODE_MAX_RUNS, &t);
 	json_t *runs;
-	json_int_t used = 0;
 
 	if (n < 0)
 		return json_null();
 	runs = json_array();
-	for (int i = 0; i < n; i++) {
-		json_array_append_new(runs, json_pack("{s:I, s:I, s:I}", "cgroup_id", (json_int_t)t[i].cgroup_id, "map_id",
-						      (json_int_t)t[i].map_id, "slots_used", (json_int_t)t[i].used));
-		used += t[i].used;
-	}
-	return json_pack("{s:i, s:i, s:I, s:I, s:o}", "tables", n, "slots_per_run", CUSTODE_DECISION_SLOTS,
-			 "bytes_per_run", (json_int_t)(CUSTODE_DECISION_SLOTS * sizeof(struct custode_decision)),
-			 "slots_used", used, "runs", runs);
+	for (int i = 0; i < n; i++)
+		json_array_append_new(runs, json_pack("{s:I, s:I}", "cgroup_id", (json_int_t)u[i].cgroup_id,
+						      "slots_used", (json_int_t)u[i].used));
+	return json_pack("{s:i, s:I, s:I, s:I, s:o}", "slots", CUSTODE_DECISION_SLOTS, "bytes",
+			 (json_int_t)(CUSTODE_DECISION_SLOTS * sizeof(struct custode_decision)), "slots_used",
+			 (json_int_t)t.used, "slots_of_ended_runs", (json_int_t)t.ended, "runs", runs);
 }
 
 /*
@@ -364,7 +362,7 @@ int custode_cmd_engine(int argc, char **argv)
 		{
 			long long ids = custode_engine_identity_filter_total();
 
-			json_object_set_new(o, "decisions", decisions_json());
+			json_object_set_new(o, "decisions", decisions_json(&e));
 			json_object_set_new(o, "restricting_identities", ids >= 0 ? json_integer(ids) : json_null());
 		}
 		json_object_set_new(o, "scratch", scratch_json());

@@ -53,8 +53,9 @@ void custode_print_engine_status(const json_t *st, FILE *f)
 	if (json_is_object(json_object_get(st, "decisions"))) {
 		const json_t *d = json_object_get(st, "decisions");
 
-		fprintf(f, "%-16s %lld run tables of %lld slots (%lld KiB each), %lld slots used\n", "decisions",
-			num(d, "tables"), num(d, "slots_per_run"), num(d, "bytes_per_run") / 1024, num(d, "slots_used"));
+		fprintf(f, "%-16s %lld slots shared by the runs (%lld KiB), %lld used (%lld of them by ended runs)\n",
+			"decisions", num(d, "slots"), num(d, "bytes") / 1024, num(d, "slots_used"),
+			num(d, "slots_of_ended_runs"));
 	}
 	if (json_is_integer(json_object_get(st, "restricting_identities")))
 		fprintf(f, "%-16s %lld (counted in custode_identity_filter)\n", "restrictions",

@@ -97,16 +97,23 @@ int custode_engine_run_cache(void);
  */
 long long custode_engine_newcomers_live(void);
 /*
- * The runs' decision tables (include/custode/abi.h, struct custode_decision;
- * one per registered run while the file class is loaded), at most max of
- * them in out: how many, or -errno if no file class is loaded.
+ * The decision table (include/custode/abi.h, custode_decisions, shared by
+ * every run): its slots in use, in t (all of them, and those of runs that
+ * have ended), and each live run's (every live run, sorted by cgroup id, at
+ * most max of them in out): how many runs, or -errno if no file class is
+ * loaded.
  */
-struct custode_decision_table {
+struct custode_decision_use {
 	__u64 cgroup_id; /* the run's */
-	__u32 map_id;    /* the table (an array map) */
-	__u32 used;      /* slots holding a decision */
+	__u32 used;      /* slots holding its decisions */
+	__u32 _pad;
 };
-int custode_engine_decision_tables(struct custode_decision_table *out, int max);
+struct custode_decision_totals {
+	__u32 used;  /* slots holding a decision */
+	__u32 ended; /* of which runs that have ended hold (dead: free for reuse) */
+};
+int custode_engine_decisions(struct custode_engine *e, struct custode_decision_use *out, int max,
+			     struct custode_decision_totals *t);
 /*
  * The file class's per-CPU scratch slots (include/custode/abi.h,
  * struct custode_scratch_head), each summed over the CPUs (owner: how many

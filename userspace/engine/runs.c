@@ -33,107 +33,17 @@ int custode_engine_count_runs(struct custode_engine *e)
 	return n;
 }
 
-/*
- * The run's decision table (include/custode/abi.h, struct custode_decision):
- * a fresh array, its slot 0 naming the run, put in custode_decisions before
- * the run exists, at the first of its two places not held by another live
- * run (custode_decision_places says whose each is; a table whose run is gone
- * is replaced). Both held: the run keeps no decisions (engine status shows
- * fewer tables than runs). A live run's own table is -EEXIST, as its
- * registration would be. 0 also when the engine has no file class (nothing
- * to keep); -errno if the table can't be made.
- */
-static int decisions_add(struct custode_engine *e, __u64 cgid)
-{
-	struct custode_decision o = {.ino = cgid, .kind = CUSTODE_DECISION_OWNER};
-	int outer = custode_map_open(CUSTODE_MAP_DECISIONS), places = custode_map_open(CUSTODE_MAP_DECISION_PLACES);
-	int inner = -1, err = 0;
-	struct custode_decision_place at;
-	struct bpf_map_info info;
-	struct custode_run run;
-	__u32 zero = 0, len = sizeof(info);
-
-	if (outer < 0 || places < 0) {
-		err = errno == ENOENT ? 0 : -errno;
-		goto out;
-	}
-	inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "custode_run_dec", sizeof(__u32), sizeof(struct custode_decision),
-			       CUSTODE_DECISION_SLOTS, NULL);
-	memset(&info, 0, sizeof(info));
-	if (inner < 0 || bpf_map_update_elem(inner, &zero, &o, BPF_ANY) < 0 ||
-	    bpf_obj_get_info_by_fd(inner, &info, &len) < 0) {
-		err = -errno;
-		goto out;
-	}
-	for (int probe = 0; probe < 2; probe++) {
-		__u32 i = custode_decision_table_index(cgid, probe);
-
-		if (bpf_map_lookup_elem(places, &i, &at) < 0) {
-			err = -errno;
-			goto out;
-		}
-		if (at.cgroup_id == cgid && bpf_map_lookup_elem(e->runs_fd, &cgid, &run) == 0) {
-			err = -EEXIST;
-			goto out;
-		}
-		if (at.cgroup_id && at.cgroup_id != cgid && bpf_map_lookup_elem(e->runs_fd, &at.cgroup_id, &run) == 0)
-			continue; /* another live run's */
-		if (bpf_map_update_elem(outer, &i, &inner, BPF_ANY) < 0) {
-			err = -errno;
-			goto out;
-		}
-		at = (struct custode_decision_place){.cgroup_id = cgid, .map_id = info.id};
-		if (bpf_map_update_elem(places, &i, &at, BPF_ANY) < 0)
-			err = -errno;
-		goto out;
-	}
-out:
-	if (inner >= 0)
-		close(inner); /* custode_decisions holds it now */
-	if (places >= 0)
-		close(places);
-	if (outer >= 0)
-		close(outer);
-	return err;
-}
-
-/* The run's table goes (freed by the kernel once no hook still uses it). */
-static void decisions_drop(__u64 cgid)
-{
-	int outer = custode_map_open(CUSTODE_MAP_DECISIONS), places = custode_map_open(CUSTODE_MAP_DECISION_PLACES);
-	struct custode_decision_place at, none = {0};
-
-	for (int probe = 0; outer >= 0 && places >= 0 && probe < 2; probe++) {
-		__u32 i = custode_decision_table_index(cgid, probe);
-
-		if (bpf_map_lookup_elem(places, &i, &at) == 0 && at.cgroup_id == cgid) {
-			bpf_map_delete_elem(outer, &i);
-			bpf_map_update_elem(places, &i, &none, BPF_ANY);
-		}
-	}
-	if (places >= 0)
-		close(places);
-	if (outer >= 0)
-		close(outer);
-}
-
 int custode_engine_register(struct custode_engine *e, __u64 cgid, const struct custode_run *run)
 {
 	struct custode_counters zero;
 	int err;
 
 	memset(&zero, 0, sizeof(zero));
-	if ((err = decisions_add(e, cgid)))
-		return err;
-	if (bpf_map_update_elem(e->counters_fd, &cgid, &zero, BPF_ANY) < 0) {
-		err = -errno;
-		decisions_drop(cgid);
-		return err;
-	}
+	if (bpf_map_update_elem(e->counters_fd, &cgid, &zero, BPF_ANY) < 0)
+		return -errno;
 	if (bpf_map_update_elem(e->runs_fd, &cgid, run, BPF_NOEXIST) < 0) {
 		err = -errno;
 		bpf_map_delete_elem(e->counters_fd, &cgid);
-		decisions_drop(cgid);
 		return err;
 	}
 	return custode_engine_bump_runs_gen();
@@ -218,53 +128,57 @@ static int file_prog_map(const char *name, struct bpf_map_info *m)
 	return -ENOENT;
 }
 
-/* The values of array map fd (at most max of them) in vals, in one call: how many were read. */
-static __u32 array_read(int fd, void *vals, __u32 max)
+static int cmp_u64(const void *a, const void *b)
 {
-	static __u32 keys[CUSTODE_DECISION_SLOTS > CUSTODE_DECISION_TABLES ? CUSTODE_DECISION_SLOTS
-									     : CUSTODE_DECISION_TABLES];
-	__u32 batch = 0, n = max < sizeof(keys) / sizeof(keys[0]) ? max : sizeof(keys) / sizeof(keys[0]);
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
 
-	/* ENOENT: the array's end reached, n read */
-	if (bpf_map_lookup_batch(fd, NULL, &batch, keys, vals, &n, &opts) < 0 && errno != ENOENT)
-		return 0;
-	return n;
+	return x < y ? -1 : x > y;
 }
 
-/* Slots of a run's table that hold a decision (a checksum set). */
-static __u32 table_used(__u32 map_id)
+int custode_engine_decisions(struct custode_engine *e, struct custode_decision_use *out, int max,
+			     struct custode_decision_totals *t)
 {
 	static struct custode_decision v[CUSTODE_DECISION_SLOTS];
-	int fd = bpf_map_get_fd_by_id(map_id);
-	__u32 n, used = 0;
+	static __u32 keys[CUSTODE_DECISION_SLOTS];
+	static __u64 live[CUSTODE_MAX_RUNS];
+	int fd = custode_map_open(CUSTODE_MAP_DECISIONS), nlive = 0, k = 0;
+	__u32 batch = 0, n = CUSTODE_DECISION_SLOTS;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u64 key, next;
+	void *prev = NULL;
 
-	if (fd < 0)
-		return 0;
-	n = array_read(fd, v, CUSTODE_DECISION_SLOTS);
-	close(fd);
-	for (__u32 i = 0; i < n; i++)
-		used += v[i].sum != 0;
-	return used;
-}
-
-int custode_engine_decision_tables(struct custode_decision_table *out, int max)
-{
-	static struct custode_decision_place at[CUSTODE_DECISION_TABLES];
-	int fd = custode_map_open(CUSTODE_MAP_DECISION_PLACES), k = 0;
-	__u32 n;
-
+	memset(t, 0, sizeof(*t));
 	if (fd < 0)
 		return -errno;
-	n = array_read(fd, at, CUSTODE_DECISION_TABLES);
+	/* one call for the whole array (ENOENT: its end reached, n read) */
+	if (bpf_map_lookup_batch(fd, NULL, &batch, keys, v, &n, &opts) < 0 && errno != ENOENT) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
 	close(fd);
-	for (__u32 i = 0; i < n && k < max; i++) {
-		if (!at[i].cgroup_id)
+	while (nlive < CUSTODE_MAX_RUNS && bpf_map_get_next_key(e->runs_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		live[nlive++] = key;
+	}
+	qsort(live, (size_t)nlive, sizeof(live[0]), cmp_u64);
+	for (int i = 0; i < nlive && k < max; i++)
+		out[k++] = (struct custode_decision_use){.cgroup_id = live[i]};
+	for (__u32 i = 0; i < n; i++) {
+		__u64 *at;
+
+		if (!v[i].sum)
 			continue;
-		out[k].cgroup_id = at[i].cgroup_id;
-		out[k].map_id = at[i].map_id;
-		out[k].used = table_used(at[i].map_id);
-		k++;
+		t->used++;
+		at = bsearch(&v[i].run, live, (size_t)nlive, sizeof(live[0]), cmp_u64);
+		if (!at) {
+			t->ended++; /* an ended run's: dead, free for the next run that maps there */
+			continue;
+		}
+		if (at - live < k)
+			out[at - live].used++;
 	}
 	return k;
 }
@@ -387,7 +301,6 @@ int custode_engine_unregister_final(struct custode_engine *e, __u64 cgid, struct
 		*final = c;
 	if (bpf_map_delete_elem(e->counters_fd, &cgid) < 0 && errno != ENOENT && !err)
 		err = -errno;
-	decisions_drop(cgid);
 	return err;
 }
 
