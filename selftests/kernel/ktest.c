@@ -781,8 +781,13 @@ static int wait_test(pid_t pid, const struct timespec *t0)
 		pid_t w = waitpid(pid, &st, WNOHANG);
 		long waited;
 
-		if (w == pid || (w < 0 && errno != EINTR))
+		if (w == pid)
 			break;
+		if (w < 0 && errno != EINTR) {
+			printf("# waitpid(%d): %s\n", (int)pid, strerror(errno));
+			st = 1 << 8; /* no status: a failure, never a pass */
+			break;
+		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		waited = (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
 		if (hung && waited >= limit_ms + 60000L) {
