@@ -8,6 +8,10 @@
 #   base        no custode engine loaded
 #   unconfined  engine loaded (lsm/file_open attached), process outside any run
 #   confined    process inside a `read` run (path allowed, so the full lookup runs)
+#   landlock    the anchor: Landlock with the same shape of rules (llbench: read+exec
+#               on the system directories, read on /etc, 10 more directories)
+#   llsec       that Landlock under the runs' seccomp filter (seccomponly), as a
+#               custode run always has one
 #   sibling     a process below an attached run's gate but in no run, with
 #               the gate up vs down (the gate check's own cost)
 #   attached    a process inside that attached run (profile read, moved in,
@@ -28,7 +32,9 @@ R=${OPENBENCH_ROUNDS:-3}
 FILE=/etc/passwd
 CG=/sys/fs/cgroup
 mkdir -p /usr/local/bin
-cp "$B/tools/bench/openbench" /usr/local/bin/openbench
+cp "$B/tools/bench/openbench" "$B/tools/bench/llbench" "$B/tools/bench/seccomponly" /usr/local/bin/
+i=0
+while [ $i -lt 10 ]; do mkdir -p /tmp/bench/d$i; i=$((i + 1)); done
 
 "$B/custode" engine unload --force >/dev/null 2>&1 || true
 # the depth of a run's cgroup, as the run itself sees it
@@ -52,6 +58,7 @@ for part in $(echo "${BCG#"$CG"/}" | tr / ' '); do # the base's ancestors, top d
 done
 incg() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec openbench "$@"' sh "$1" "$N" "$FILE"; }
 inbase() { incg "$BCG"; }
+inll() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$BCG" "$@" llbench "$N" "$FILE" 10; }
 insib() { incg "$SIB"; }
 inatt() { incg "$CG/bench.slice/attached"; }
 confined() { "$B/custode" run --profile read -- /usr/local/bin/openbench "$N" "$FILE"; }
@@ -63,12 +70,14 @@ while [ $r -le "$R" ]; do
 	"$B/custode" engine unload --force >/dev/null 2>&1 || true
 	inbase >/dev/null
 	b=$(inbase)
+	l=$(inll)
+	ls=$(inll seccomponly)
 	"$B/custode" engine load >/dev/null
 	inbase >/dev/null
 	u=$(inbase)
 	c=$(confined)
-	echo "round $r base $b unconfined $u confined $c" >&2
-	echo "R $b $u $c" >>"$out"
+	echo "round $r base $b unconfined $u confined $c landlock $l llsec $ls" >&2
+	echo "R $b $u $c $l $ls" >>"$out"
 	r=$((r + 1))
 done
 # the gate: an attached (empty) cgroup under bench.slice, the daemon up
@@ -112,12 +121,17 @@ echo "open()+close(), $N iterations x $R rounds, cgroup depth $depth, median ns/
 echo "  base (no custode)       $(median '$2' R)"
 echo "  custode, unconfined     $(median '$3' R)"
 echo "  custode, confined       $(median '$4' R)"
+echo "  Landlock (10 rules)     $(median '$5' R)"
+echo "  Landlock + seccomp      $(median '$6' R)"
 echo "  sibling, gate down      $(median '$2' G)"
 echo "  sibling, gate up        $(median '$3' G)"
 echo "  attached run, confined  $(median '$4' G)"
 echo "ratio unconfined/base  $(ratio '$3 / $2' R)"
 echo "ratio confined/base    $(ratio '$4 / $2' R)"
 echo "ratio confined/unconfined     $(ratio '$4 / $3' R)"
+echo "ratio landlock/base    $(ratio '$5 / $2' R)"
+echo "ratio confined/landlock      $(ratio '$4 / $5' R)"
+echo "ratio confined/landlock+seccomp  $(ratio '$4 / $6' R)"
 echo "ratio gated-sibling/gate-down  $(ratio '$3 / $2' G)"
 echo "ratio attached/gate-down       $(ratio '$4 / $2' G)"
 rm -f "$out"
