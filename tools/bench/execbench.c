@@ -39,26 +39,9 @@ static double now_ns(void)
 
 static int landlock(void)
 {
-	const __u64 rd = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-	struct landlock_ruleset_attr attr = {
-		.handled_access_fs = rd | LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-				     LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
-				     LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG,
-	};
-	static const char *const sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64"};
-	int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+	int ruleset = landlock_system_ruleset();
 
-	if (ruleset < 0)
-		return perror("landlock_create_ruleset"), -1;
-	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
-		if (add_rule(ruleset, sys[i], rd | LANDLOCK_ACCESS_FS_EXECUTE) < 0)
-			return perror(sys[i]), -1;
-	if (add_rule(ruleset, "/etc", rd) < 0)
-		return perror("/etc"), -1;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_landlock_restrict_self, ruleset, 0))
-		return perror("landlock_restrict_self"), -1;
-	close(ruleset);
-	return 0;
+	return ruleset < 0 ? -1 : landlock_enforce(ruleset);
 }
 
 static int loop(long n, char *path, const char *dir)

@@ -135,22 +135,13 @@ static int cmd_dirs(int argc, char **argv)
 /* The same shape as llbench's ruleset, plus the tree and the fifos. */
 static int landlock(long nrules)
 {
-	const __u64 rd = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-	struct landlock_ruleset_attr attr = {
-		.handled_access_fs = rd | LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-				     LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
-				     LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG,
-	};
-	static const char *const sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64"};
+	const __u64 rd = LL_RD;
 	char dir[64];
-	int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+	int ruleset = landlock_system_ruleset();
 
 	if (ruleset < 0)
-		return perror("landlock_create_ruleset"), -1;
-	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
-		if (add_rule(ruleset, sys[i], rd | LANDLOCK_ACCESS_FS_EXECUTE) < 0)
-			return perror(sys[i]), -1;
-	if (add_rule(ruleset, "/etc", rd) < 0 || add_rule(ruleset, "/tmp/fo", rd) < 0 ||
+		return -1;
+	if (add_rule(ruleset, "/tmp/fo", rd) < 0 ||
 	    add_rule(ruleset, "/tmp/fosync", rd | LANDLOCK_ACCESS_FS_WRITE_FILE) < 0)
 		return perror("landlock_add_rule"), -1;
 	for (long i = 0; i < nrules; i++) {
@@ -158,10 +149,7 @@ static int landlock(long nrules)
 		if (add_rule(ruleset, dir, rd) < 0)
 			return perror(dir), -1;
 	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_landlock_restrict_self, ruleset, 0))
-		return perror("landlock_restrict_self"), -1;
-	close(ruleset);
-	return 0;
+	return landlock_enforce(ruleset);
 }
 
 /* --landlock N, --uid U; returns the index of the first other argument, or -1. */

@@ -28,13 +28,6 @@ static double now_ns(void)
 
 int main(int argc, char **argv)
 {
-	const __u64 rd = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-	struct landlock_ruleset_attr attr = {
-		.handled_access_fs = rd | LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-				     LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
-				     LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG,
-	};
-	static const char *const sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64"};
 	long n, nrules;
 	int ruleset;
 	double t0, t1;
@@ -44,25 +37,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: llbench ITERATIONS PATH NRULES\n");
 		return 2;
 	}
-	ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
-	if (ruleset < 0) {
-		perror("landlock_create_ruleset");
+	ruleset = landlock_system_ruleset();
+	if (ruleset < 0)
 		return 1;
-	}
-	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
-		if (add_rule(ruleset, sys[i], rd | LANDLOCK_ACCESS_FS_EXECUTE) < 0)
-			return perror(sys[i]), 1;
-	if (add_rule(ruleset, "/etc", rd) < 0)
-		return perror("/etc"), 1;
 	for (long i = 0; i < nrules; i++) {
 		snprintf(dir, sizeof(dir), "/tmp/bench/d%ld", i);
-		if (add_rule(ruleset, dir, rd) < 0)
+		if (add_rule(ruleset, dir, LL_RD) < 0)
 			return perror(dir), 1;
 	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_landlock_restrict_self, ruleset, 0)) {
-		perror("landlock_restrict_self");
+	if (landlock_enforce(ruleset) < 0)
 		return 1;
-	}
 	for (long i = 0; i < n / 10 + 1; i++) {
 		int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
