@@ -213,6 +213,24 @@ static inline int dns_count_pins(__u64 cgid)
 }
 
 /*
+ * The run's pins once the daemon has cleaned up after it: a launcher's
+ * teardown leaves them to the resolver's next gc (every 5 s), so wait for
+ * the count to reach 0, up to a minute (scaled by ktest_slack). The last
+ * count (0: gone), or -1 where custode's maps are reserved to custode.
+ */
+static inline int dns_pins_after_teardown(__u64 cgid)
+{
+	struct timespec ts = {.tv_nsec = 50 * 1000000};
+	int n, waited = 0, limit = ktest_slack(60000);
+
+	while ((n = dns_count_pins(cgid)) > 0 && waited < limit) {
+		nanosleep(&ts, NULL);
+		waited += 50;
+	}
+	return n;
+}
+
+/*
  * Start `custode run --policy P -- dprobe hold ARGS...`, wait for "held PID";
  * p is the launcher, out holds the operation's output, *cgid the run's cgroup.
  */

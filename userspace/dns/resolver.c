@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <bpf/bpf.h>
@@ -27,6 +28,7 @@
 #include "dns/resolver.h"
 #include "dns/resolver_int.h"
 #include "engine/maps.h"
+#include "state/state.h"
 #include "util/time.h"
 
 #ifndef SO_NETNS_COOKIE
@@ -152,7 +154,7 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 	r->cfg = *cfg;
 	if (hooks)
 		r->hooks = *hooks;
-	r->ep = r->req_fd = -1;
+	r->ep = r->req_fd = r->ended_fd = -1;
 	for (int i = 0; i < MAX_NSL; i++)
 		r->nsl[i].udp = r->nsl[i].tcp = -1;
 	r->runs_fd = custode_map_open(CUSTODE_MAP_RUNS);
@@ -227,6 +229,21 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 	epoll_ctl(r->ep, EPOLL_CTL_ADD, r->nsl[0].tcp, &ev);
 	if ((err = resolver_nsl_open(r, why)))
 		goto fail;
+	/*
+	 * A launcher removes its run's names file once the run is unregistered:
+	 * the gc then runs at once, so an ended run's pins go within moments
+	 * instead of at the next tick. Without inotify (or the directory), the
+	 * tick alone does it.
+	 */
+	r->ended_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (r->ended_fd >= 0 && inotify_add_watch(r->ended_fd, CUSTODE_RUNS_DIR, IN_DELETE | IN_MOVED_FROM) < 0) {
+		close(r->ended_fd);
+		r->ended_fd = -1;
+	}
+	if (r->ended_fd >= 0) {
+		ev.data.u64 = EV_DATA(EV_ENDED, 0, 0);
+		epoll_ctl(r->ep, EPOLL_CTL_ADD, r->ended_fd, &ev);
+	}
 	resolver_pins_adopt(r);
 	resolver_gc(r, resolver_now_ms());
 	if ((err = heartbeat(r, true))) {
@@ -239,6 +256,28 @@ int custode_resolver_open(const struct custode_resolver_config *cfg, const struc
 fail:
 	custode_resolver_close(r);
 	return err;
+}
+
+/* Drain the state directory's events: was a names file removed (a run with name grants ended)? */
+static bool ended_names(struct custode_resolver *r)
+{
+	static const char suffix[] = ".names.json";
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool ended = false;
+	ssize_t n;
+
+	while ((n = read(r->ended_fd, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *e = (const void *)p;
+			size_t len = e->len ? strnlen(e->name, e->len) : 0;
+
+			if (e->mask & IN_Q_OVERFLOW)
+				ended = true;
+			else if (len >= sizeof(suffix) - 1 && !memcmp(e->name + len - (sizeof(suffix) - 1), suffix, sizeof(suffix) - 1))
+				ended = true;
+			p += sizeof(*e) + e->len;
+		}
+	return ended;
 }
 
 int custode_resolver_serve(struct custode_resolver *r, volatile sig_atomic_t *stop)
@@ -275,6 +314,8 @@ int custode_resolver_serve(struct custode_resolver *r, volatile sig_atomic_t *st
 				resolver_nsl_wake(r);
 			else if (kind == EV_REQ)
 				resolver_nsl_requests(r);
+			else if (kind == EV_ENDED && ended_names(r))
+				r->next_gc = r->runs_sig = 0; /* gc now, and sweep whatever the set of runs looks like */
 			else if (kind == EV_CONN && idx < MAX_CONNS && (r->conns[idx].gen & 0xffff) == gen)
 				resolver_conn_event(r, (int)idx, evs[i].events);
 			else if (kind == EV_UP && idx < MAX_QUERIES && (r->q[idx].gen & 0xffff) == gen)
@@ -377,7 +418,8 @@ void custode_resolver_close(struct custode_resolver *r)
 	}
 	{
 		int fds[] = {r->ep, r->runs_fd, r->pins_fd, r->priv_fd, r->cfg_fd, r->run_token_fd,
-			     r->token_run_fd, r->counters_fd, r->hosts_fd, r->netns_fd, r->seen_fd, r->wake_fd};
+			     r->token_run_fd, r->counters_fd, r->hosts_fd, r->netns_fd, r->seen_fd, r->wake_fd,
+			     r->ended_fd};
 		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 			if (fds[i] >= 0)
 				close(fds[i]);

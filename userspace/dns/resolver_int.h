@@ -40,6 +40,7 @@ struct ring_buffer;
 #define HEARTBEAT_MS 1000
 #define SWEEP_MS 2000
 #define GC_MS 5000
+#define SWEEP_ENDED_TICKS 12 /* gc ticks between walks of the pin map for ended runs' pins at the latest */
 #define NAMES_RECHECK_MS 1000
 #define COUNTERS_KEEP_MS 60000
 #define MAX_PORTS 4096 /* (proto, port) pairs one name may be granted */
@@ -56,7 +57,7 @@ struct ring_buffer;
 /* queries one run may have in flight: a run flooding the resolver can't take every slot */
 #define MAX_RUN_INFLIGHT 512
 
-enum { EV_UDP = 1, EV_TCP = 2, EV_CONN = 3, EV_UP = 4, EV_UPS = 5, EV_WAKE = 6, EV_REQ = 7 };
+enum { EV_UDP = 1, EV_TCP = 2, EV_CONN = 3, EV_UP = 4, EV_UPS = 5, EV_WAKE = 6, EV_REQ = 7, EV_ENDED = 8 };
 /* kind, a generation (a freed and reused slot ignores events meant for its last user), index */
 #define EV_DATA(kind, gen, idx) ((uint64_t)(kind) << 48 | (uint64_t)((gen)&0xffff) << 32 | (uint32_t)(idx))
 
@@ -237,6 +238,9 @@ struct custode_resolver {
 	uint8_t rnd[4096];
 	size_t rnd_left;
 	uint64_t next_heartbeat, next_sweep, next_gc;
+	uint64_t runs_sig; /* of the registered runs at the last gc: a change may have ended one */
+	uint64_t gc_ticks;
+	int ended_fd;      /* inotify on the state directory: a run's names file removed (it ended) */
 	struct custode_dns_port ports[MAX_PORTS];
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The resolver's runs: attribution by token, each run's names and counters, the decisions it reports, and forgetting runs that ended. */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "custode/abi.h"
 #include "custode/resolver.h"
 #include "dns/names.h"
+#include "engine/engine.h"
 #include "dns/resolver_int.h"
 #include "dns/wire.h"
 
@@ -187,6 +189,23 @@ void resolver_decide(struct custode_resolver *r, const struct decision_in *in)
 	r->hooks.decision(r->hooks.ctx, &d);
 }
 
+/* An order-free digest of the registered runs' cgroup ids (and their number). */
+static uint64_t registered_signature(struct custode_resolver *r)
+{
+	__u64 key, next;
+	void *prev = NULL;
+	uint64_t sum = 0, x = 0, n = 0;
+
+	while (bpf_map_get_next_key(r->runs_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		sum += custode_hash_u64(key);
+		x ^= custode_hash_u64(key ^ 0x9e3779b97f4a7c15ull);
+		n++;
+	}
+	return sum ^ (x << 1) ^ custode_hash_u64(n + 1); /* never 0, the value before the first gc */
+}
+
 /* Runs that ended: forget them (after a while, their counters too) and free their tokens. */
 void resolver_gc(struct custode_resolver *r, uint64_t now)
 {
@@ -195,6 +214,7 @@ void resolver_gc(struct custode_resolver *r, uint64_t now)
 	struct custode_run info;
 	struct custode_table_iter it;
 	bool any_gone = false;
+	uint64_t sig;
 	void *slot;
 
 	custode_table_iter_init(&r->runs, &it);
@@ -213,8 +233,26 @@ void resolver_gc(struct custode_resolver *r, uint64_t now)
 		custode_table_iter_remove(&r->runs, &it);
 		resolver_run_free(r, run);
 	}
-	if (any_gone)
-		resolver_pins_sweep(r, true); /* the launcher (or gc) deleted their pins from the map */
+	/*
+	 * The pins of ended runs: a launcher's teardown leaves them here (so it
+	 * costs the same whatever pins other runs hold), and a run can end
+	 * between two ticks unseen by this resolver (the set of registered runs
+	 * changed; its names file removed, dns/resolver.c; or, where neither
+	 * shows it — a run that came and went between two ticks without inotify
+	 * — every SWEEP_ENDED_TICKS ticks): the table's go, then every pin of an
+	 * unregistered run in one walk of the map (also an earlier resolver's).
+	 */
+	sig = registered_signature(r);
+	if (any_gone || sig != r->runs_sig || ++r->gc_ticks % SWEEP_ENDED_TICKS == 0) {
+		size_t n;
+		int err;
+
+		resolver_pins_sweep(r, true);
+		if ((err = custode_pins_delete_unregistered(r->pins_fd, r->runs_fd, &n)))
+			resolver_notice(r, "pins of ended runs: %s", strerror(-err));
+		else
+			r->runs_sig = sig;
+	}
 	/* tokens: a cgroup id never comes back, so the tokens of an unregistered run are dead */
 	while (bpf_map_get_next_key(r->run_token_fd, prev, &next) == 0) {
 		key = next;

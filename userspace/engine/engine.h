@@ -79,6 +79,8 @@ int custode_engine_delete_net(struct custode_engine *e, const struct custode_net
 int custode_engine_delete_net_ruleset(struct custode_engine *e, __u32 ruleset);
 /* Delete every pin of a run (its cgroup id). */
 int custode_engine_delete_pins(struct custode_engine *e, __u64 run_cgid);
+/* The pins of every unregistered run, in one walk of the pin map (rules.c); the daemon's clean-up of ended runs. */
+int custode_pins_delete_unregistered(int pins_fd, int runs_fd, size_t *deleted);
 
 /* Register a run (fails with -EEXIST if the cgroup is registered). Counters start at zero. */
 /*

@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "engine/engine_int.h"
 #include "engine/maps.h"
+#include "util/table.h"
 
 #define KERNEL_ENOTSUPP 524 /* what bpf() says of a batch operation a map type lacks */
 
@@ -459,4 +460,84 @@ int custode_engine_delete_net_ruleset(struct custode_engine *e, __u32 ruleset)
 int custode_engine_delete_pins(struct custode_engine *e, __u64 run_cgid)
 {
 	return delete_matching(e->pins_fd, sizeof(struct custode_pin_key), pin_key_of, &run_cgid, true);
+}
+
+static bool any_key(const void *key, const void *arg)
+{
+	(void)key;
+	(void)arg;
+	return true;
+}
+
+/*
+ * Whether run cgid is registered, asked of the runs map once per run: 1
+ * registered, 0 not, -errno. memo: cgid -> 1 + the answer.
+ */
+static int registered(int runs_fd, struct custode_table *memo, __u64 cgid)
+{
+	struct custode_run run;
+	unsigned char *v;
+	int r = custode_table_insert(memo, &cgid, (void **)&v);
+
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return *v - 1;
+	if (bpf_map_lookup_elem(runs_fd, &cgid, &run) == 0)
+		*v = 2;
+	else if (errno == ENOENT)
+		*v = 1;
+	else {
+		custode_table_delete(memo, &cgid);
+		return -errno;
+	}
+	return *v - 1;
+}
+
+/*
+ * The pins of every run no longer registered, in one walk of the pin map
+ * (the launcher leaves its run's pins to this: its teardown then costs the
+ * same whatever pins other runs hold). The walk comes first and the
+ * registrations are asked after it: a pin is only written for a registered
+ * run, so a pin the walk saw whose run is unregistered afterwards belongs to
+ * a run that ended (cgroup ids are never reused). *deleted: how many went.
+ */
+int custode_pins_delete_unregistered(int pins_fd, int runs_fd, size_t *deleted)
+{
+	struct custode_table_spec spec = {.key_size = sizeof(__u64), .val_size = 1, .slots = 64};
+	struct keyset all = {.key_size = sizeof(struct custode_pin_key)};
+	struct keyset gone = {.key_size = sizeof(struct custode_pin_key)};
+	struct custode_table memo;
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	int err;
+
+	*deleted = 0;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(pins_fd, &info, &len) < 0)
+		return -errno;
+	if (info.key_size != sizeof(struct custode_pin_key))
+		return -EINVAL;
+	if ((err = custode_table_init(&memo, &spec)))
+		return err;
+	err = collect_batch(pins_fd, &info, any_key, NULL, &all);
+	if (err == -EOPNOTSUPP) {
+		all.n = 0;
+		err = collect_by_key(pins_fd, any_key, NULL, &all);
+	}
+	for (size_t i = 0; i < all.n && !err; i++) {
+		const struct custode_pin_key *k = (const void *)(all.keys + i * all.key_size);
+		int reg = registered(runs_fd, &memo, k->run_cgid);
+
+		if (reg < 0)
+			err = reg;
+		else if (!reg)
+			err = keyset_add(&gone, k);
+	}
+	if (!err)
+		err = delete_keys(pins_fd, &gone, deleted);
+	custode_table_free(&memo);
+	free(all.keys);
+	free(gone.keys);
+	return err;
 }

@@ -162,8 +162,7 @@ static int reap_registrations(struct custode_engine *e, custode_gc_report_fn rep
 			err = custode_engine_delete_ruleset(e, rulesets[i]);
 		if (!err)
 			err = custode_engine_delete_net_ruleset(e, rulesets[i]);
-		if (!err)
-			err = custode_engine_delete_pins(e, gone[i]);
+		/* their pins: in one walk for all (custode_cmd_gc), or by the daemon's resolver */
 		custode_runstate_remove(ids[i]);
 		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)gone[i]);
 		report(ctx, hex, "removed registration of a vanished cgroup", err);
@@ -219,6 +218,16 @@ int custode_cmd_gc(int argc, char **argv)
 	/* --json: one document, every reap in it */
 	reaped = json ? json_array() : NULL;
 	failed = custode_run_reap_orphans(&e, gc_report, reaped);
+	/* the pins of every run reaped (and of any run that ended before): one walk of the pin map */
+	if (e.pins_fd >= 0) {
+		size_t n;
+		int err = custode_pins_delete_unregistered(e.pins_fd, e.runs_fd, &n);
+
+		if (err) {
+			fprintf(stderr, "custode: gc: pins of ended runs: %s\n", strerror(-err));
+			failed = 1;
+		}
+	}
 	custode_engine_close(&e);
 	if (reaped) {
 		json_dumpf(reaped, stdout, JSON_COMPACT);

@@ -94,11 +94,13 @@ int custode_run_reap(struct custode_engine *e, const struct custode_runstate *st
 		custode_engine_delete_net_ruleset(e, ruleset);
 	/*
 	 * Pins are the resolver's, made only for a run with name grants (a names
-	 * file): without one there are none, and the scan of the pin map (every
-	 * bucket, even empty) is skipped. With one, they are unknown here: scan.
+	 * file), and they are left to it: its next gc deletes the pins of every
+	 * unregistered run in one walk of the pin map (dns/runs.c), so a
+	 * teardown costs the same whatever pins this and other runs hold. Until
+	 * then they are inert: no process is in this cgroup any more, and a
+	 * cgroup id is never reused.
 	 */
-	if (custode_dns_names_remove(st->run_id))
-		custode_engine_delete_pins(e, st->cgroup_id);
+	custode_dns_names_remove(st->run_id);
 	if (st->tmp[0])
 		custode_rm_rf(st->tmp);
 	custode_runstate_remove(st->run_id);
