@@ -14,6 +14,10 @@
 #               custode run always has one
 #   sibling     a process below an attached run's gate but in no run, with
 #               the gate up vs down (the gate check's own cost)
+#   sibling2    the same two levels down (bench.slice/other/o2), with a second
+#               run attached at that depth too (bench.slice/deep/attached2):
+#               the gate then lists two levels, and a process below it in no
+#               run looks at both (gate down: both detached)
 #   attached    a process inside that attached run (profile read, moved in,
 #               then exec'd: a resident, not a newcomer), vs the sibling with
 #               the gate down: the attached run's lookups (gate, run cache,
@@ -21,14 +25,15 @@
 #               run's
 # Each round measures its configurations back to back and gives paired
 # ratios; the figures are the median of OPENBENCH_ROUNDS rounds with their
-# min..max. After each engine load/unload one discarded pass lets the
-# kernel's deferred frees finish (icount runs one vCPU: they would steal the
-# next measurement).
+# min..max. OPENBENCH_PARTS=gate: only the gated configurations. After
+# each engine load/unload one discarded pass lets the kernel's deferred
+# frees finish (icount runs one vCPU: they would steal the next measurement).
 set -eu
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 B=$REPO/build
 N=${OPENBENCH_ITERATIONS:-20000}
 R=${OPENBENCH_ROUNDS:-3}
+PARTS=${OPENBENCH_PARTS:-all}
 FILE=/etc/passwd
 CG=/sys/fs/cgroup
 mkdir -p /usr/local/bin
@@ -45,8 +50,9 @@ BCG=$CG/bench.slice
 i=2
 while [ $i -le "$depth" ]; do BCG=$BCG/l$i; i=$((i + 1)); done
 [ "$depth" -ge 2 ] || BCG=$CG/bench-base
-mkdir -p "$BCG" "$CG/bench.slice/attached" "$CG/bench.slice/other"
+mkdir -p "$BCG" "$CG/bench.slice/attached" "$CG/bench.slice/other/o2" "$CG/bench.slice/deep/attached2"
 SIB=$CG/bench.slice/other
+SIB2=$CG/bench.slice/other/o2
 # the controllers a run's ancestors enable, enabled down to the base cgroup too (memcg charges per level)
 ctl=$(cat "$CG/custode/cgroup.subtree_control" 2>/dev/null || true)
 enable() { for c in $ctl; do echo "+$c" >"$1/cgroup.subtree_control" 2>/dev/null || true; done; }
@@ -60,12 +66,14 @@ incg() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec openbench "$@"' sh 
 inbase() { incg "$BCG"; }
 inll() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$BCG" "$@" llbench "$N" "$FILE" 10; }
 insib() { incg "$SIB"; }
+insib2() { incg "$SIB2"; }
 inatt() { incg "$CG/bench.slice/attached"; }
 confined() { "$B/custode" run --profile read -- /usr/local/bin/openbench "$N" "$FILE"; }
 
 out=$(mktemp)
 echo "open()+close(), $N iterations, $R rounds, cgroup depth $depth (base: $BCG), ns/op (guest clock)" >&2
 r=1
+[ "$PARTS" = all ] || r=$((R + 1))
 while [ $r -le "$R" ]; do
 	"$B/custode" engine unload --force >/dev/null 2>&1 || true
 	inbase >/dev/null
@@ -81,6 +89,7 @@ while [ $r -le "$R" ]; do
 	r=$((r + 1))
 done
 # the gate: an attached (empty) cgroup under bench.slice, the daemon up
+"$B/custode" engine load >/dev/null
 "$B/custode" daemon --no-resolver --stream none 2>/tmp/bench-daemon.log &
 dpid=$!
 i=0
@@ -88,22 +97,28 @@ until grep -q 'custode daemon: ready' /tmp/bench-daemon.log 2>/dev/null; do
 	i=$((i + 1)); [ $i -lt 6000 ] || { cat /tmp/bench-daemon.log >&2; exit 1; }; sleep 0.1
 done
 rid=00000000000be0c1
+rid2=00000000000be0c2
 r=1
 while [ $r -le "$R" ]; do
 	down=$(insib)
+	down2=$(insib2)
 	"$B/custode" attach --cgroup "$CG/bench.slice/attached" --profile read --run-id $rid >/dev/null
 	insib >/dev/null
 	up=$(insib)
 	inatt >/dev/null
 	att=$(inatt)
+	"$B/custode" attach --cgroup "$CG/bench.slice/deep/attached2" --profile read --run-id $rid2 >/dev/null
+	insib2 >/dev/null
+	up2=$(insib2)
+	"$B/custode" detach "$rid2" >/dev/null
 	"$B/custode" detach "$rid" >/dev/null
-	echo "round $r sibling gate-down $down gate-up $up attached $att" >&2
-	echo "G $down $up $att" >>"$out"
+	echo "round $r sibling gate-down $down gate-up $up attached $att; two levels gate-down $down2 gate-up $up2" >&2
+	echo "G $down $up $att $down2 $up2" >>"$out"
 	r=$((r + 1))
 done
 kill "$dpid"; wait "$dpid" 2>/dev/null || true
 "$B/custode" engine unload >/dev/null 2>&1 || true
-rmdir "$CG/bench.slice/attached" "$SIB" 2>/dev/null || true
+rmdir "$CG/bench.slice/attached" "$SIB2" "$SIB" "$CG/bench.slice/deep/attached2" "$CG/bench.slice/deep" 2>/dev/null || true
 d=$BCG
 while [ "$d" != "$CG" ]; do rmdir "$d" 2>/dev/null || true; d=$(dirname "$d"); done
 
@@ -118,20 +133,23 @@ median() {
 		awk '{ v[NR] = $1 } END { printf "%.1f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 echo "open()+close(), $N iterations x $R rounds, cgroup depth $depth, median ns/op (guest clock)"
-echo "  base (no custode)       $(median '$2' R)"
-echo "  custode, unconfined     $(median '$3' R)"
-echo "  custode, confined       $(median '$4' R)"
-echo "  Landlock (10 rules)     $(median '$5' R)"
-echo "  Landlock + seccomp      $(median '$6' R)"
+[ "$PARTS" != all ] || echo "  base (no custode)       $(median '$2' R)"
+[ "$PARTS" != all ] || echo "  custode, unconfined     $(median '$3' R)"
+[ "$PARTS" != all ] || echo "  custode, confined       $(median '$4' R)"
+[ "$PARTS" != all ] || echo "  Landlock (10 rules)     $(median '$5' R)"
+[ "$PARTS" != all ] || echo "  Landlock + seccomp      $(median '$6' R)"
 echo "  sibling, gate down      $(median '$2' G)"
 echo "  sibling, gate up        $(median '$3' G)"
 echo "  attached run, confined  $(median '$4' G)"
-echo "ratio unconfined/base  $(ratio '$3 / $2' R)"
-echo "ratio confined/base    $(ratio '$4 / $2' R)"
-echo "ratio confined/unconfined     $(ratio '$4 / $3' R)"
-echo "ratio landlock/base    $(ratio '$5 / $2' R)"
-echo "ratio confined/landlock      $(ratio '$4 / $5' R)"
-echo "ratio confined/landlock+seccomp  $(ratio '$4 / $6' R)"
+echo "  sibling2, gates down    $(median '$5' G)"
+echo "  sibling2, two levels up $(median '$6' G)"
+[ "$PARTS" != all ] || echo "ratio unconfined/base  $(ratio '$3 / $2' R)"
+[ "$PARTS" != all ] || echo "ratio confined/base    $(ratio '$4 / $2' R)"
+[ "$PARTS" != all ] || echo "ratio confined/unconfined     $(ratio '$4 / $3' R)"
+[ "$PARTS" != all ] || echo "ratio landlock/base    $(ratio '$5 / $2' R)"
+[ "$PARTS" != all ] || echo "ratio confined/landlock      $(ratio '$4 / $5' R)"
+[ "$PARTS" != all ] || echo "ratio confined/landlock+seccomp  $(ratio '$4 / $6' R)"
 echo "ratio gated-sibling/gate-down  $(ratio '$3 / $2' G)"
 echo "ratio attached/gate-down       $(ratio '$4 / $2' G)"
+echo "ratio gated-sibling2/gates-down $(ratio '$6 / $5' G)"
 rm -f "$out"
