@@ -13,6 +13,7 @@
  * the run here, mounts included.
  */
 #define CUSTODE_NEWCOMERS_OUTSIDE 1
+#define CUSTODE_LSM_OBJECT 1 /* bpf/lib/run.bpf.h: the per-task run cache */
 #include "path.bpf.h"
 #include "tty.bpf.h"
 

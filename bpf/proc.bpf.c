@@ -16,6 +16,7 @@
  * run may ptrace them or read their memory.
  */
 #define CUSTODE_NEWCOMERS_OUTSIDE 1
+#define CUSTODE_LSM_OBJECT 1 /* bpf/lib/run.bpf.h: the per-task run cache */
 #include "tty.bpf.h"
 #include "route.bpf.h"
 #include "inbound_map.bpf.h"

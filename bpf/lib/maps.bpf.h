@@ -177,8 +177,8 @@ struct {
  * The run cache (include/custode/abi.h, struct custode_run_cache): cgroup
  * storage, so an entry goes with its cgroup. On kernels without
  * BPF_MAP_TYPE_CGRP_STORAGE (6.1) the loader turns this into a one-entry
- * array that nothing uses, and leaves custode_use_run_cache at 0 (the code
- * that would use it is never verified there).
+ * array that nothing uses, and sets custode_use_run_cache to the per-task
+ * cache (bpf/lib/run.bpf.h; the cgroup storage code is never verified there).
  */
 #define CUSTODE_MAP_TYPE_CGRP_STORAGE 32 /* BPF_MAP_TYPE_CGRP_STORAGE (6.2); not in 6.1's headers */
 

@@ -72,8 +72,28 @@ static __always_inline struct kernfs_node *custode_kn_parent(struct kernfs_node 
 const volatile __u64 custode_root_cgid = 0;
 const volatile __u32 custode_root_level = 0;
 
-/* Set by the loader: 1 where the kernel has cgroup storage and this object may call its helpers (LSM objects). */
+/*
+ * Set by the loader for LSM objects: CUSTODE_RUN_CACHE_CGROUP where the
+ * kernel has cgroup storage, else CUSTODE_RUN_CACHE_TASK (6.1: task storage,
+ * custode_task_run_cache below); 0 (none) in the others.
+ */
+#define CUSTODE_RUN_CACHE_CGROUP 1
+#define CUSTODE_RUN_CACHE_TASK 2
 const volatile __u32 custode_use_run_cache = 0;
+
+#ifdef CUSTODE_LSM_OBJECT
+/*
+ * The run cache per task (include/custode/abi.h), used where
+ * custode_use_run_cache is CUSTODE_RUN_CACHE_TASK. LSM objects only: the
+ * cgroup programs never cache (they can't get the task's BTF pointer).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct custode_task_run_cache);
+} custode_task_run_cache SEC(".maps");
+#endif
 
 enum custode_lookup {
 	CUSTODE_NOT_IN_RUN = 0,
@@ -156,13 +176,80 @@ static __always_inline int custode_attached_run(__u32 levels, struct custode_run
  * while custode_runs_gen is unchanged; else (a miss, or 6.1) the lookups of
  * custode_attached_run, whose answer is then cached.
  */
+/* The cached answer `id` (the run's cgroup, 0: none) as a lookup's result. */
+static __always_inline int custode_cached_run(__u64 id, struct custode_run **runp, __u64 *run_cgid)
+{
+	struct custode_run *r;
+
+	if (!id)
+		return CUSTODE_NOT_IN_RUN;
+	r = bpf_map_lookup_elem(&custode_runs, &id);
+	if (!r || !(r->flags & CUSTODE_RUN_ATTACHED))
+		return CUSTODE_NOT_IN_RUN; /* the run ended; the next bump invalidates */
+	*runp = r;
+	*run_cgid = id;
+	return CUSTODE_IN_RUN;
+}
+
+/*
+ * Keep an answer in a cache entry: claim it (gen -> BUSY by compare and
+ * swap; another writer holding it means we just don't cache this time),
+ * write, then gen last. cgid: where the entry has one (task storage).
+ */
+static __always_inline void custode_run_cache_put(struct custode_run_cache *c, __u64 *cgid_cell, __u64 cgid, __u64 tag,
+						  __u64 id)
+{
+	volatile struct custode_run_cache *v = c;
+	__u64 seen = v->gen;
+
+	if (seen == CUSTODE_RUN_CACHE_BUSY || __sync_val_compare_and_swap(&c->gen, seen, CUSTODE_RUN_CACHE_BUSY) != seen)
+		return;
+	if (cgid_cell)
+		*(volatile __u64 *)cgid_cell = cgid;
+	v->run_cgid = id;
+	v->gen = tag;
+}
+
+#ifdef CUSTODE_LSM_OBJECT
+/*
+ * 6.1's run cache: the answer kept on the task, for the cgroup it is in
+ * (custode_task_run_cache). Only the task itself reads and writes its
+ * entry; a hook in interrupt context on its CPU may, hence the same
+ * claim and re-read as the cgroup's.
+ */
+static __always_inline int custode_task_cached_run(__u32 levels, __u64 tag, struct custode_run **runp,
+						   __u64 *run_cgid)
+{
+	struct custode_task_run_cache *t;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 cgid = bpf_get_current_cgroup_id(), seen, id, cg;
+	int where;
+
+	t = bpf_task_storage_get(&custode_task_run_cache, task, 0, 0);
+	if (t) {
+		volatile struct custode_task_run_cache *v = t;
+
+		seen = v->c.gen;
+		id = v->c.run_cgid;
+		cg = v->cgid;
+		if (seen == tag && cg == cgid && v->c.gen == seen)
+			return custode_cached_run(id, runp, run_cgid);
+	}
+	where = custode_attached_run(levels, runp, run_cgid);
+	if (!t)
+		t = bpf_task_storage_get(&custode_task_run_cache, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t)
+		custode_run_cache_put(&t->c, &t->cgid, cgid, tag, where == CUSTODE_IN_RUN ? *run_cgid : 0);
+	return where;
+}
+#endif
+
 static __always_inline int custode_gated_run(__u32 levels, struct custode_run **runp, __u64 *run_cgid)
 {
 	struct custode_run_cache *c;
 	volatile struct custode_run_cache *v;
 	struct task_struct *task;
 	struct cgroup *cg;
-	struct custode_run *r;
 	__u64 gen, tag, id, seen;
 	__u32 zero = 0;
 	__u64 *g;
@@ -175,6 +262,16 @@ static __always_inline int custode_gated_run(__u32 levels, struct custode_run **
 		return custode_attached_run(levels, runp, run_cgid);
 	gen = *(volatile __u64 *)g;
 	tag = CUSTODE_RUN_CACHE_VALID | gen;
+#ifdef CUSTODE_LSM_OBJECT
+	/*
+	 * Per task, only where the gate lists two levels or more: with one, the
+	 * lookups cost an ancestor-id call and a hash lookup, no more than the
+	 * cache's cgroup-id call, storage lookup and (in a run) hash lookup.
+	 */
+	if (custode_use_run_cache == CUSTODE_RUN_CACHE_TASK)
+		return levels & (levels - 1) ? custode_task_cached_run(levels, tag, runp, run_cgid)
+					     : custode_attached_run(levels, runp, run_cgid);
+#endif
 	task = bpf_get_current_task_btf();
 	cg = task->cgroups->dfl_cgrp;
 	c = bpf_cgrp_storage_get(&custode_run_cache, cg, 0, 0);
@@ -182,30 +279,14 @@ static __always_inline int custode_gated_run(__u32 levels, struct custode_run **
 		v = c;
 		seen = v->gen;
 		id = v->run_cgid;
-		if (seen == tag && v->gen == seen) {
-			if (!id)
-				return CUSTODE_NOT_IN_RUN;
-			r = bpf_map_lookup_elem(&custode_runs, &id);
-			if (!r || !(r->flags & CUSTODE_RUN_ATTACHED))
-				return CUSTODE_NOT_IN_RUN; /* the run ended; the next bump invalidates */
-			*runp = r;
-			*run_cgid = id;
-			return CUSTODE_IN_RUN;
-		}
+		if (seen == tag && v->gen == seen)
+			return custode_cached_run(id, runp, run_cgid);
 	}
 	where = custode_attached_run(levels, runp, run_cgid);
 	if (!c)
 		c = bpf_cgrp_storage_get(&custode_run_cache, cg, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (c) {
-		v = c;
-		seen = v->gen;
-		/* claim it; another writer holding it means we just don't cache this time */
-		if (seen != CUSTODE_RUN_CACHE_BUSY &&
-		    __sync_val_compare_and_swap(&c->gen, seen, CUSTODE_RUN_CACHE_BUSY) == seen) {
-			v->run_cgid = where == CUSTODE_IN_RUN ? *run_cgid : 0;
-			v->gen = tag;
-		}
-	}
+	if (c)
+		custode_run_cache_put(c, NULL, 0, tag, where == CUSTODE_IN_RUN ? *run_cgid : 0);
 	return where;
 }
 

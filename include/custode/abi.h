@@ -398,6 +398,18 @@ struct custode_run_cache {
 #define CUSTODE_RUN_CACHE_BUSY 1ull
 
 /*
+ * The run cache where the kernel has no cgroup storage (6.1): the same
+ * answer kept per task (task storage, each LSM object its own, unpinned),
+ * for the cgroup the task was in when it was computed: valid while `gen` is
+ * as above and the task is still in cgroup `cgid`. Written and read like
+ * the cgroup's (claim, re-read of `gen`).
+ */
+struct custode_task_run_cache {
+	struct custode_run_cache c;
+	__u64 cgid; /* the task's cgroup v2 when the answer was computed */
+};
+
+/*
  * The host's own addresses (map custode_host_addrs, hash): every address of
  * a network namespace custode runs in, keyed by the namespace's cookie
  * (SO_NETNS_COOKIE, bpf_get_netns_cookie), kept current by custode's
@@ -425,6 +437,7 @@ struct custode_host_addr_key {
 
 _Static_assert(sizeof(struct custode_host_addr_key) == 24, "custode_host_addr_key ABI");
 _Static_assert(sizeof(struct custode_run_cache) == 16, "custode_run_cache ABI");
+_Static_assert(sizeof(struct custode_task_run_cache) == 24, "custode_task_run_cache ABI");
 _Static_assert(sizeof(struct custode_gate) == 16, "custode_gate ABI");
 _Static_assert(sizeof(struct custode_gates) == 8 + 16 * CUSTODE_MAX_GATES, "custode_gates ABI");
 _Static_assert(sizeof(struct custode_throttle_key) == 16, "custode_throttle_key ABI");

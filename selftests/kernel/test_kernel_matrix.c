@@ -72,7 +72,7 @@ KTEST(kernel_hook_prototypes_known)
 	btf__free(btf);
 }
 
-/* The run cache: cgroup storage on 6.2+, off on 6.1, as engine status and doctor say. */
+/* The run cache: cgroup storage on 6.2+, task storage on 6.1, as engine status and doctor say. */
 KTEST(kernel_run_cache_where_the_kernel_has_it)
 {
 	static struct ktest_result r;
@@ -86,12 +86,15 @@ KTEST(kernel_run_cache_where_the_kernel_has_it)
 	if (!ASSERT_EQ(ktest_run(load, -1, 120000, &r), 0, "a run loads the engine"))
 		return;
 	o = ktest_engine_status();
-	ASSERT_STREQ(json_string_value(json_object_get(o, "run_cache")), want ? "cgroup-storage" : "off", "engine status");
+	ASSERT_STREQ(json_string_value(json_object_get(o, "run_cache")), want ? "cgroup-storage" : "task-storage",
+		     "engine status");
 	json_decref(o);
 	ktest_run(doctor, -1, 60000, &r);
 	o = json_loads(r.out, 0, NULL);
 	ASSERT_EQ(json_is_true(json_object_get(json_object_get(json_object_get(o, "features"), "run_cache"), "available")),
 		  want, "doctor's feature");
+	ASSERT_STREQ(json_string_value(json_object_get(json_object_get(json_object_get(o, "features"), "run_cache"), "kind")),
+		     want ? "cgroup-storage" : "task-storage", "doctor's kind of run cache");
 	json_decref(o);
 }
 
@@ -117,9 +120,26 @@ static void run_id(json_t *resp, char rid[17])
 	json_decref(resp);
 }
 
+/* Move a process into cgroup cg (by the test, in no run). */
+static bool move_to(const char *cg, pid_t pid)
+{
+	char path[PATH_MAX + 16], text[32];
+	int fd, n;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	n = snprintf(text, sizeof(text), "%d\n", (int)pid);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ok = write(fd, text, (size_t)n) == n;
+	close(fd);
+	return ok;
+}
+
 /*
  * A sibling below a gate is answered "in no run" (and, on 6.2+, that answer
- * is cached on its cgroup); then it is attached, detached, its neighbour
+ * is cached on its cgroup; on 6.1 on the task, for its cgroup); then it is attached, detached, its neighbour
  * detached and it attached again: every decision follows the registry, none
  * is served from a stale cache entry. Repeated opens between the changes
  * are the cache hits.
@@ -163,6 +183,21 @@ KTEST(kernel_run_cache_follows_attach_and_detach)
 	run_id(resp, rb);
 	ASSERT_STREQ(df_ask(&pb, "open %s", f.d.outside), "EACCES", "b confined again");
 	ASSERT_STREQ(df_ask(&pa, "open %s", f.d.outside), "ok", "a stays free");
+	/*
+	 * A task's answer is for the cgroup it was in: b's probe, confined
+	 * (and cached so, again and again), moved out into a — in no run — is
+	 * free at once; a attached again, both probes in it are confined.
+	 */
+	ASSERT_STREQ(df_ask(&pb, "open %s", f.d.outside), "EACCES", "b's probe, confined (cached)");
+	if (!ASSERT_TRUE(move_to(a, pb.pid), "move b's probe into a"))
+		goto out;
+	ASSERT_STREQ(df_ask(&pb, "open %s", f.d.outside), "ok", "moved out of the run: free at once");
+	ASSERT_STREQ(df_ask(&pb, "open %s", f.d.outside), "ok", "and again");
+	if (!ASSERT_TRUE((resp = attach_read(a, f.d.ws)) != NULL, "attach a again, b's probe inside"))
+		goto out;
+	run_id(resp, ra);
+	ASSERT_STREQ(df_ask(&pb, "open %s", f.d.outside), "EACCES", "a attached: the probe in it is confined");
+	ASSERT_STREQ(df_ask(&pa, "open %s", f.d.outside), "EACCES", "and a's own");
 out:
 	if (ra[0])
 		detach_run(ra);

@@ -100,16 +100,23 @@ rid=00000000000be0c1
 rid2=00000000000be0c2
 r=1
 while [ $r -le "$R" ]; do
+	# the daemon is stopped while a pass runs: its timers would land in some passes, not others
+	kill -STOP "$dpid"
 	down=$(insib)
 	down2=$(insib2)
+	kill -CONT "$dpid"
 	"$B/custode" attach --cgroup "$CG/bench.slice/attached" --profile read --run-id $rid >/dev/null
+	kill -STOP "$dpid"
 	insib >/dev/null
 	up=$(insib)
 	inatt >/dev/null
 	att=$(inatt)
+	kill -CONT "$dpid"
 	"$B/custode" attach --cgroup "$CG/bench.slice/deep/attached2" --profile read --run-id $rid2 >/dev/null
+	kill -STOP "$dpid"
 	insib2 >/dev/null
 	up2=$(insib2)
+	kill -CONT "$dpid"
 	"$B/custode" detach "$rid2" >/dev/null
 	"$B/custode" detach "$rid" >/dev/null
 	echo "round $r sibling gate-down $down gate-up $up attached $att; two levels gate-down $down2 gate-up $up2" >&2

@@ -356,8 +356,12 @@ int custode_cmd_engine(int argc, char **argv)
 		json_object_set_new(o, "cgroup_root", json_string(e.cg_root));
 		{
 			int rc = custode_engine_run_cache();
-			json_object_set_new(o, "run_cache",
-					    json_string(rc > 0 ? "cgroup-storage" : rc == 0 ? "off" : "absent"));
+			/* without cgroup storage (6.1) the LSM classes keep it per task (bpf/lib/run.bpf.h) */
+			bool lsm = e.meta.classes & (CUSTODE_CLASS_FILE | CUSTODE_CLASS_PROCESS);
+
+			const char *kind = rc > 0 ? "cgroup-storage" : rc < 0 ? "absent" : lsm ? "task-storage" : "off";
+
+			json_object_set_new(o, "run_cache", json_string(kind));
 		}
 		{
 			long long ids = custode_engine_identity_filter_total();

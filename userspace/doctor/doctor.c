@@ -220,11 +220,12 @@ json_t *custode_doctor_json(const struct custode_doctor_report *r)
 		json_t *feat = json_object();
 
 		json_object_set_new(feat, "run_cache",
-				    json_pack("{s:b, s:s}", "available", rc, "evidence",
+				    json_pack("{s:b, s:s, s:s}", "available", rc, "kind", rc ? "cgroup-storage" : "task-storage",
+					      "evidence",
 					      rc ? "BPF_MAP_TYPE_CGRP_STORAGE in the kernel's BTF: a task's attached run is "
 						   "cached on its cgroup"
-						 : "no BPF_MAP_TYPE_CGRP_STORAGE (before 6.2): attached runs are found by "
-						   "lookups per level"));
+						 : "no BPF_MAP_TYPE_CGRP_STORAGE (before 6.2): a task's attached run is "
+						   "cached on the task instead, for the cgroup it is in"));
 		features = feat;
 	}
 	root = json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:o, s:o, s:o}, s:s, s:i}", "custode", CUSTODE_VERSION, "kernel",
