@@ -12,6 +12,11 @@
 #               on the system directories, read on /etc, 10 more directories)
 #   llsec       that Landlock under the runs' seccomp filter (seccomponly), as a
 #               custode run always has one
+#   lsm floor   an LSM program on file_open that does nothing (lsmfloor: the
+#               doctor's probe program), no engine: what any BPF-LSM engine
+#               pays before its first instruction on this kernel; and that
+#               floor under the seccomp filter (floor+seccomp), the least a
+#               custode run's open could cost
 #   sibling     a process below an attached run's gate but in no run, with
 #               the gate up vs down (the gate check's own cost)
 #   sibling2    the same two levels down (bench.slice/other/o2), with a second
@@ -37,7 +42,7 @@ PARTS=${OPENBENCH_PARTS:-all}
 FILE=/etc/passwd
 CG=/sys/fs/cgroup
 mkdir -p /usr/local/bin
-cp "$B/tools/bench/openbench" "$B/tools/bench/llbench" "$B/tools/bench/seccomponly" /usr/local/bin/
+cp "$B/tools/bench/openbench" "$B/tools/bench/llbench" "$B/tools/bench/seccomponly" "$B/tools/bench/lsmfloor" /usr/local/bin/
 i=0
 while [ $i -lt 10 ]; do mkdir -p /tmp/bench/d$i; i=$((i + 1)); done
 
@@ -64,6 +69,7 @@ for part in $(echo "${BCG#"$CG"/}" | tr / ' '); do # the base's ancestors, top d
 done
 incg() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec openbench "$@"' sh "$1" "$N" "$FILE"; }
 inbase() { incg "$BCG"; }
+inlf() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$BCG" lsmfloor "$@" openbench "$N" "$FILE"; }
 inll() { sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$BCG" "$@" llbench "$N" "$FILE" 10; }
 insib() { incg "$SIB"; }
 insib2() { incg "$SIB2"; }
@@ -80,12 +86,14 @@ while [ $r -le "$R" ]; do
 	b=$(inbase)
 	l=$(inll)
 	ls=$(inll seccomponly)
+	lf=$(inlf)
+	lfs=$(inlf seccomponly)
 	"$B/custode" engine load >/dev/null
 	inbase >/dev/null
 	u=$(inbase)
 	c=$(confined)
-	echo "round $r base $b unconfined $u confined $c landlock $l llsec $ls" >&2
-	echo "R $b $u $c $l $ls" >>"$out"
+	echo "round $r base $b unconfined $u confined $c landlock $l llsec $ls lsm-floor $lf floor+seccomp $lfs" >&2
+	echo "R $b $u $c $l $ls $lf $lfs" >>"$out"
 	r=$((r + 1))
 done
 # the gate: an attached (empty) cgroup under bench.slice, the daemon up
@@ -145,6 +153,8 @@ echo "open()+close(), $N iterations x $R rounds, cgroup depth $depth, median ns/
 [ "$PARTS" != all ] || echo "  custode, confined       $(median '$4' R)"
 [ "$PARTS" != all ] || echo "  Landlock (10 rules)     $(median '$5' R)"
 [ "$PARTS" != all ] || echo "  Landlock + seccomp      $(median '$6' R)"
+[ "$PARTS" != all ] || echo "  lsm floor (empty prog)  $(median '$7' R)"
+[ "$PARTS" != all ] || echo "  lsm floor + seccomp     $(median '$8' R)"
 echo "  sibling, gate down      $(median '$2' G)"
 echo "  sibling, gate up        $(median '$3' G)"
 echo "  attached run, confined  $(median '$4' G)"
@@ -156,6 +166,10 @@ echo "  sibling2, two levels up $(median '$6' G)"
 [ "$PARTS" != all ] || echo "ratio landlock/base    $(ratio '$5 / $2' R)"
 [ "$PARTS" != all ] || echo "ratio confined/landlock      $(ratio '$4 / $5' R)"
 [ "$PARTS" != all ] || echo "ratio confined/landlock+seccomp  $(ratio '$4 / $6' R)"
+[ "$PARTS" != all ] || echo "ratio lsm-floor/base   $(ratio '$7 / $2' R)"
+[ "$PARTS" != all ] || echo "ratio floor+seccomp/base  $(ratio '$8 / $2' R)"
+[ "$PARTS" != all ] || echo "ratio confined/floor+seccomp  $(ratio '$4 / $8' R)"
+[ "$PARTS" != all ] || echo "ratio llsec/floor+seccomp     $(ratio '$6 / $8' R)"
 echo "ratio gated-sibling/gate-down  $(ratio '$3 / $2' G)"
 echo "ratio attached/gate-down       $(ratio '$4 / $2' G)"
 echo "ratio gated-sibling2/gates-down $(ratio '$6 / $5' G)"
