@@ -124,10 +124,15 @@ void service_totals(struct custode_service *v, const json_t *ended)
  */
 void service_snapshot(struct custode_service *v)
 {
-	const struct custode_table_spec runs = {
-		.key_size = sizeof(__u64), .val_size = sizeof(struct runrec), .slots = RUNS_SLOTS, .max = RUNS_SLOTS / 4 * 3};
-	const struct custode_table_spec dns = {.key_size = sizeof(__u64), .val_size = sizeof(struct custode_dns_counters),
-					       .slots = DNS_SLOTS, .max = DNS_SLOTS / 4 * 3};
+	/*
+	 * Growing tables, sized by what is there: made anew every SNAPSHOT_MS,
+	 * tables of RUNS_SLOTS and DNS_SLOTS slots cost an idle daemon ≈7 MiB
+	 * of zeroed (resident) heap each time, twice over (this one and the
+	 * last). The bounds are kept by the count checks below.
+	 */
+	const struct custode_table_spec runs = {.key_size = sizeof(__u64), .val_size = sizeof(struct runrec), .slots = 64};
+	const struct custode_table_spec dns = {
+		.key_size = sizeof(__u64), .val_size = sizeof(struct custode_dns_counters), .slots = 64};
 	struct custode_table now = {0}, dnow = {0};
 	struct custode_runstate *st = malloc(sizeof(*st));
 	json_t *ended = NULL;
@@ -147,7 +152,8 @@ void service_snapshot(struct custode_service *v)
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(v->e->runs_fd, &key, &run) < 0 || custode_table_insert(&now, &key, &val) < 0)
+		if (custode_table_count(&now) >= RUNS_SLOTS / 4 * 3 || bpf_map_lookup_elem(v->e->runs_fd, &key, &run) < 0 ||
+		    custode_table_insert(&now, &key, &val) < 0)
 			continue;
 		r = val;
 		r->run_id = run.run_id;
@@ -174,7 +180,8 @@ void service_snapshot(struct custode_service *v)
 		while (bpf_map_get_next_key(v->dnsc_fd, prev, &next) == 0) {
 			key = next;
 			prev = &key;
-			if (custode_table_insert(&dnow, &key, &val) >= 0 && bpf_map_lookup_elem(v->dnsc_fd, &key, val) < 0)
+			if (custode_table_count(&dnow) < DNS_SLOTS / 4 * 3 && custode_table_insert(&dnow, &key, &val) >= 0 &&
+			    bpf_map_lookup_elem(v->dnsc_fd, &key, val) < 0)
 				custode_table_delete(&dnow, &key);
 		}
 		custode_table_iter_init(&v->dns, &it);
