@@ -77,8 +77,6 @@ const volatile __u32 custode_root_level = 0;
  * kernel has cgroup storage, else CUSTODE_RUN_CACHE_TASK (6.1: task storage,
  * custode_task_run_cache below); 0 (none) in the others.
  */
-#define CUSTODE_RUN_CACHE_CGROUP 1
-#define CUSTODE_RUN_CACHE_TASK 2
 const volatile __u32 custode_use_run_cache = 0;
 
 #ifdef CUSTODE_LSM_OBJECT
@@ -170,12 +168,6 @@ static __always_inline int custode_attached_run(__u32 levels, struct custode_run
 	return CUSTODE_NOT_IN_RUN;
 }
 
-/*
- * The attached run of the current task below a gate, through the run cache
- * where the kernel has one: a storage lookup on the task's cgroup, valid
- * while custode_runs_gen is unchanged; else (a miss, or 6.1) the lookups of
- * custode_attached_run, whose answer is then cached.
- */
 /* The cached answer `id` (the run's cgroup, 0: none) as a lookup's result. */
 static __always_inline int custode_cached_run(__u64 id, struct custode_run **runp, __u64 *run_cgid)
 {
@@ -189,6 +181,23 @@ static __always_inline int custode_cached_run(__u64 id, struct custode_run **run
 	*runp = r;
 	*run_cgid = id;
 	return CUSTODE_IN_RUN;
+}
+
+/*
+ * The answer a cache entry holds for tag (and, where the entry has a cgroup
+ * cell, task storage, for cgroup cgid) in *id: 1, or 0 if it holds none.
+ * `gen` is read again after the rest: an entry rewritten meanwhile (see
+ * custode_run_cache_put) doesn't hold.
+ */
+static __always_inline int custode_run_cache_get(struct custode_run_cache *c, __u64 *cgid_cell, __u64 cgid, __u64 tag,
+						 __u64 *id)
+{
+	volatile struct custode_run_cache *v = c;
+	__u64 seen = v->gen, cg;
+
+	*id = v->run_cgid;
+	cg = cgid_cell ? *(volatile __u64 *)cgid_cell : cgid;
+	return seen == tag && cg == cgid && v->gen == seen;
 }
 
 /*
@@ -222,19 +231,12 @@ static __always_inline int custode_task_cached_run(__u32 levels, __u64 tag, stru
 {
 	struct custode_task_run_cache *t;
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 cgid = bpf_get_current_cgroup_id(), seen, id, cg;
+	__u64 cgid = bpf_get_current_cgroup_id(), id;
 	int where;
 
 	t = bpf_task_storage_get(&custode_task_run_cache, task, 0, 0);
-	if (t) {
-		volatile struct custode_task_run_cache *v = t;
-
-		seen = v->c.gen;
-		id = v->c.run_cgid;
-		cg = v->cgid;
-		if (seen == tag && cg == cgid && v->c.gen == seen)
-			return custode_cached_run(id, runp, run_cgid);
-	}
+	if (t && custode_run_cache_get(&t->c, &t->cgid, cgid, tag, &id))
+		return custode_cached_run(id, runp, run_cgid);
 	where = custode_attached_run(levels, runp, run_cgid);
 	if (!t)
 		t = bpf_task_storage_get(&custode_task_run_cache, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -244,13 +246,19 @@ static __always_inline int custode_task_cached_run(__u32 levels, __u64 tag, stru
 }
 #endif
 
+/*
+ * The attached run of the current task below a gate, through the run cache
+ * where there is one: a storage lookup on the task's cgroup (6.2+) or, for
+ * a gate of two levels or more, on the task (6.1), valid while
+ * custode_runs_gen is unchanged; else (a miss, or no cache) the lookups of
+ * custode_attached_run, whose answer is then cached.
+ */
 static __always_inline int custode_gated_run(__u32 levels, struct custode_run **runp, __u64 *run_cgid)
 {
 	struct custode_run_cache *c;
-	volatile struct custode_run_cache *v;
 	struct task_struct *task;
 	struct cgroup *cg;
-	__u64 gen, tag, id, seen;
+	__u64 gen, tag, id;
 	__u32 zero = 0;
 	__u64 *g;
 	int where;
@@ -275,13 +283,8 @@ static __always_inline int custode_gated_run(__u32 levels, struct custode_run **
 	task = bpf_get_current_task_btf();
 	cg = task->cgroups->dfl_cgrp;
 	c = bpf_cgrp_storage_get(&custode_run_cache, cg, 0, 0);
-	if (c) {
-		v = c;
-		seen = v->gen;
-		id = v->run_cgid;
-		if (seen == tag && v->gen == seen)
-			return custode_cached_run(id, runp, run_cgid);
-	}
+	if (c && custode_run_cache_get(c, NULL, 0, tag, &id))
+		return custode_cached_run(id, runp, run_cgid);
 	where = custode_attached_run(levels, runp, run_cgid);
 	if (!c)
 		c = bpf_cgrp_storage_get(&custode_run_cache, cg, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);

@@ -397,6 +397,10 @@ struct custode_run_cache {
 #define CUSTODE_RUN_CACHE_VALID (1ull << 63)
 #define CUSTODE_RUN_CACHE_BUSY 1ull
 
+/* Which run cache an LSM object uses (its custode_use_run_cache, set by the loader; 0: none). */
+#define CUSTODE_RUN_CACHE_CGROUP 1 /* custode_run_cache, cgroup storage (6.2+) */
+#define CUSTODE_RUN_CACHE_TASK 2   /* custode_task_run_cache below, task storage (6.1) */
+
 /*
  * The run cache where the kernel has no cgroup storage (6.1): the same
  * answer kept per task (task storage, each LSM object its own, unpinned),

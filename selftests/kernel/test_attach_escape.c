@@ -38,16 +38,6 @@ static bool in_cgroup(int pid, const char *cg)
 	return !strcmp(c, cg);
 }
 
-/* Move pid into cg from the host (the test is root, outside every run). */
-static bool host_move(const char *cg, int pid)
-{
-	char procs[PATH_MAX + 16], s[32];
-
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
-	snprintf(s, sizeof(s), "%d", pid);
-	return ktest_write_file(procs, s, 0644);
-}
-
 static const char *run_id_of(json_t *resp)
 {
 	return json_string_value(json_object_get(json_object_get(resp, "run"), "run_id"));
@@ -126,7 +116,7 @@ KTEST(attach_escape_root_profile_grants_cgroupfs)
 	ASSERT_STREQ(df_ask(&a, "clone_into %s", sib), born_in(&f, sib), "before attach: a child born in the sibling");
 	ASSERT_STREQ(df_ask(&a, "write %s/cgroup.procs %d", sib, a.pid), "ok", "before attach: cgroup.procs write");
 	ASSERT_TRUE(in_cgroup(a.pid, sib), "before attach: the probe moved itself out");
-	if (!ASSERT_TRUE(host_move(cg, a.pid) && in_cgroup(a.pid, cg), "back into the cgroup"))
+	if (!ASSERT_TRUE(df_cg_move(cg, a.pid) && in_cgroup(a.pid, cg), "back into the cgroup"))
 		goto out;
 
 	resp = df_call(json_pack("{s:s, s:s, s:s, s:s}", "cmd", "attach", "cgroup", cg, "profile", "workspace-write",
@@ -248,7 +238,7 @@ KTEST(attach_escape_policy_child_cgroup)
 	/* control */
 	ASSERT_STREQ(df_ask(&a, "write %s/cgroup.procs %d", sib, a.pid), "ok", "before attach: cgroup.procs write");
 	ASSERT_TRUE(in_cgroup(a.pid, sib), "before attach: the probe moved itself out");
-	if (!ASSERT_TRUE(host_move(cg, a.pid) && in_cgroup(a.pid, cg), "back into the cgroup"))
+	if (!ASSERT_TRUE(df_cg_move(cg, a.pid) && in_cgroup(a.pid, cg), "back into the cgroup"))
 		goto out;
 	ASSERT_STREQ(df_ask(&a, "clone_into %s", sib), born_in(&f, sib), "before attach: clone into the sibling");
 

@@ -209,6 +209,16 @@ static inline void df_cg_remove(const char *path)
 	custode_cgroup_remove(path);
 }
 
+/* Move pid into cgroup cg from the host (the test is root, outside every run). */
+static inline bool df_cg_move(const char *cg, int pid)
+{
+	char procs[PATH_MAX + 16], s[32];
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(s, sizeof(s), "%d", pid);
+	return ktest_write_file(procs, s, 0644);
+}
+
 /* Start argv inside cgroup cg as uid (pipes like ktest_spawn); it gets SIGKILL if the test dies. */
 static inline int df_spawn_in(const char *cg, int uid, char *const argv[], struct ktest_proc *p)
 {

@@ -120,27 +120,10 @@ static void run_id(json_t *resp, char rid[17])
 	json_decref(resp);
 }
 
-/* Move a process into cgroup cg (by the test, in no run). */
-static bool move_to(const char *cg, pid_t pid)
-{
-	char path[PATH_MAX + 16], text[32];
-	int fd, n;
-	bool ok;
-
-	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	n = snprintf(text, sizeof(text), "%d\n", (int)pid);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ok = write(fd, text, (size_t)n) == n;
-	close(fd);
-	return ok;
-}
-
 /*
- * A sibling below a gate is answered "in no run" (and, on 6.2+, that answer
- * is cached on its cgroup; on 6.1 on the task, for its cgroup); then it is attached, detached, its neighbour
- * detached and it attached again: every decision follows the registry, none
+ * A sibling below a gate is answered "in no run" (and that answer is cached:
+ * on 6.2+ on its cgroup, on 6.1 on the task, for its cgroup); then it is
+ * attached, detached, its neighbour detached and it attached again: every decision follows the registry, none
  * is served from a stale cache entry. Repeated opens between the changes
  * are the cache hits.
  */
@@ -189,7 +172,7 @@ KTEST(kernel_run_cache_follows_attach_and_detach)
 	 * free at once; a attached again, both probes in it are confined.
 	 */
 	ASSERT_STREQ(df_ask(&pb, "open %s", f.d.outside), "EACCES", "b's probe, confined (cached)");
-	if (!ASSERT_TRUE(move_to(a, pb.pid), "move b's probe into a"))
+	if (!ASSERT_TRUE(df_cg_move(a, pb.pid), "move b's probe into a"))
 		goto out;
 	ASSERT_STREQ(df_ask(&pb, "open %s", f.d.outside), "ok", "moved out of the run: free at once");
 	ASSERT_STREQ(df_ask(&pb, "open %s", f.d.outside), "ok", "and again");

@@ -358,7 +358,6 @@ int custode_cmd_engine(int argc, char **argv)
 			int rc = custode_engine_run_cache();
 			/* without cgroup storage (6.1) the LSM classes keep it per task (bpf/lib/run.bpf.h) */
 			bool lsm = e.meta.classes & (CUSTODE_CLASS_FILE | CUSTODE_CLASS_PROCESS);
-
 			const char *kind = rc > 0 ? "cgroup-storage" : rc < 0 ? "absent" : lsm ? "task-storage" : "off";
 
 			json_object_set_new(o, "run_cache", json_string(kind));

@@ -89,7 +89,7 @@ static int fit_run_cache(struct bpf_object *obj, volatile __u32 *use, struct cus
 	if (err)
 		return custode_refuse(why, -err, CUSTODE_REASON_ENGINE_LOAD_FAILED, "run cache map: %s", strerror(-err));
 	if (use) /* LSM objects: the cgroup's storage, or (6.1) the task's (bpf/lib/run.bpf.h) */
-		*use = have ? 1 : 2;
+		*use = have ? CUSTODE_RUN_CACHE_CGROUP : CUSTODE_RUN_CACHE_TASK;
 	return 0;
 }
 

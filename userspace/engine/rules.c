@@ -340,30 +340,47 @@ static int delete_keys(int fd, const struct keyset *ks, size_t *deleted)
  * run being torn down) go in the next one. A retired rule set gets no new
  * keys (no run points to it, so nobody adds to it): one pass.
  */
+/* The info of map fd, whose keys must be key_size bytes (at most 256: the walks' buffers). */
+static int walk_info(int fd, size_t key_size, struct bpf_map_info *info)
+{
+	__u32 len = sizeof(*info);
+
+	memset(info, 0, sizeof(*info));
+	if (bpf_obj_get_info_by_fd(fd, info, &len) < 0)
+		return -errno;
+	return info->key_size != key_size || key_size > 256 ? -EINVAL : 0;
+}
+
+/* The keys of map fd that match(key), in ks (emptied first): one batch walk, or a walk by keys where there is none. */
+static int collect_matching(int fd, const struct bpf_map_info *info, bool (*match)(const void *key, const void *arg),
+			    const void *arg, struct keyset *ks)
+{
+	int err;
+
+	ks->n = 0;
+	err = collect_batch(fd, info, match, arg, ks);
+	if (err == -EOPNOTSUPP) {
+		ks->n = 0;
+		err = collect_by_key(fd, match, arg, ks);
+	}
+	return err;
+}
+
 static int delete_matching_with(int fd, size_t key_size, bool (*match)(const void *key, const void *arg),
 				const void *arg, bool settle, struct custode_engine *ids_of)
 {
 	struct bpf_map_info info;
-	__u32 len = sizeof(info);
 	struct keyset ks = {.key_size = key_size};
 	size_t deleted;
 	int err;
 
 	if (fd < 0)
 		return 0;
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
-		return -errno;
-	if (info.key_size != key_size || key_size > 256)
-		return -EINVAL;
+	if ((err = walk_info(fd, key_size, &info)))
+		return err;
 	do {
-		ks.n = 0;
 		deleted = 0;
-		err = collect_batch(fd, &info, match, arg, &ks);
-		if (err == -EOPNOTSUPP) {
-			ks.n = 0;
-			err = collect_by_key(fd, match, arg, &ks);
-		}
+		err = collect_matching(fd, &info, match, arg, &ks);
 		if (!err && ids_of) /* identities: each uncounted from the filter as it goes */
 			err = delete_identity_keys(ids_of, (const struct custode_identity_key *)ks.keys, ks.n, &deleted);
 		else if (!err)
@@ -509,22 +526,13 @@ int custode_pins_delete_unregistered(int pins_fd, int runs_fd, size_t *deleted)
 	struct keyset gone = {.key_size = sizeof(struct custode_pin_key)};
 	struct custode_table memo;
 	struct bpf_map_info info;
-	__u32 len = sizeof(info);
 	int err;
 
 	*deleted = 0;
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(pins_fd, &info, &len) < 0)
-		return -errno;
-	if (info.key_size != sizeof(struct custode_pin_key))
-		return -EINVAL;
-	if ((err = custode_table_init(&memo, &spec)))
+	if ((err = walk_info(pins_fd, sizeof(struct custode_pin_key), &info)) ||
+	    (err = custode_table_init(&memo, &spec)))
 		return err;
-	err = collect_batch(pins_fd, &info, any_key, NULL, &all);
-	if (err == -EOPNOTSUPP) {
-		all.n = 0;
-		err = collect_by_key(pins_fd, any_key, NULL, &all);
-	}
+	err = collect_matching(pins_fd, &info, any_key, NULL, &all);
 	for (size_t i = 0; i < all.n && !err; i++) {
 		const struct custode_pin_key *k = (const void *)(all.keys + i * all.key_size);
 		int reg = registered(runs_fd, &memo, k->run_cgid);
