@@ -46,7 +46,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * (or for a directory's files, below), valid while no path on the host could
  * have changed meaning since it was computed — the kernel's rename_lock and
  * mount_lock sequence counts (what d_path itself checks) and custode_fs_gen
- * are all unchanged. Only allowing decisions are cached; denials always take
+ * (renames, changed runs) are all unchanged, and the object's stamp too
+ * (below: bumped when its inode gets or loses a name). Only allowing decisions are cached; denials always take
  * the full path and are reported. A second name of an inode opens the same
  * data the first name already may.
  *
@@ -62,8 +63,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * overlayfs layers): the memory of a freed inode can hold another inode of
  * the same number. So each number has a stamp (custode_inode_stamps, by a
  * hash of it), bumped whenever a dentry gets an inode of that number — the
- * only way a new inode can be reached — and a slot holds only with the
- * stamp it was decided at. While a hook decides, its file (and the file's
+ * only way a new inode can be reached — and whenever an inode of that
+ * number is unlinked, removed or linked (path_unlink: scoped to the inode,
+ * not the host), and a slot holds only with the stamp it was decided at. While a hook decides, its file (and the file's
  * directory) are held, so they can't be freed and replaced meanwhile.
  *
  * Two hooks can write the same slot at once — on two CPUs, or one preempted
@@ -609,7 +611,8 @@ static __always_inline int cgroup_file_in_run(struct inode *inode, __u64 run_cgi
  * (D, M) as the run's in the decision table, and the first open of another file of D costs
  * one lookup and the file's own identity lookup instead of d_path and the
  * rules — and no slot of its own. The same epoch as the file decisions (a
- * rename or mount anywhere, an unlink, a link, a changed run). Only regular
+ * rename or mount anywhere, a changed run) and D's stamp (D unlinked,
+ * replaced); a file of D unlinked or linked changes no other name in D. Only regular
  * files whose dentry is not their mount's root (a file bind mount's parent
  * is in another tree); only where file decisions are kept, so /proc, devpts,
  * mqueue and cgroupfs writes are always decided in full. A name too long to
@@ -621,6 +624,15 @@ static __always_inline __u32 *stamp_of(__u64 ino)
 	__u32 i = (__u32)mix64(0x452821e638d01377ull, ino) & (CUSTODE_INODE_STAMPS - 1);
 
 	return bpf_map_lookup_elem(&custode_inode_stamps, &i);
+}
+
+/* Void every kept decision on inodes of this number (and any sharing its stamp). */
+static __always_inline void inode_stamp_bump(struct inode *inode)
+{
+	__u32 *stamp = inode ? stamp_of(inode->i_ino) : NULL;
+
+	if (stamp)
+		__sync_fetch_and_add(stamp, 1);
 }
 
 /* The slot of a run's decision on an object (its inode number, its kind). */
@@ -852,14 +864,11 @@ struct {
 CUSTODE_LSM_VOID(d_instantiate, custode_d_instantiate, struct dentry *dentry, struct inode *inode)
 {
 	__u64 run_cgid, *owner, magic;
-	__u32 *stamp;
 
 	if (!inode)
 		return 0;
 	/* an inode of this number reachable anew (maybe another at a kept address): its decisions no longer hold */
-	stamp = stamp_of(inode->i_ino);
-	if (stamp)
-		__sync_fetch_and_add(stamp, 1);
+	inode_stamp_bump(inode);
 	magic = inode->i_sb->s_magic;
 	if (magic != MQUEUE_MAGIC && magic != CUSTODE_DEVPTS_SUPER_MAGIC)
 		return 0;
@@ -1167,16 +1176,28 @@ FILE_LSM(path_symlink, custode_path_symlink, const struct path *dir, struct dent
 	return ret ? ret : dir_entry(w, CUSTODE_HOOK_PATH_SYMLINK, CUSTODE_ACCESS_CREATE, dir, dentry);
 }
 
-/* Unlink, rmdir and link change which inode a name means: every process bumps the cache's generation. */
+/*
+ * Unlink, rmdir and link change the names of one inode and of no other: its
+ * own stamp is bumped (by every process), so its kept decisions — and its
+ * directory decision, for a directory — are decided afresh, and nothing
+ * else is voided. A file unlinked elsewhere on the host (temporary files,
+ * builds) costs other files' opens nothing. The names of every other file
+ * keep their meaning: an unlinked name is no name, a linked one is a second
+ * name of an inode already decided (and gets its inode through
+ * d_instantiate, which bumps the stamp again). Renames and mounts void
+ * everything (rename_lock, mount_lock, custode_fs_gen): a moved directory
+ * changes every path below it, and no hook runs after the move to say
+ * which.
+ */
 FILE_LSM(path_unlink, custode_path_unlink, const struct path *dir, struct dentry *dentry, int ret)
 {
-	fs_gen_bump();
+	inode_stamp_bump(dentry->d_inode);
 	return ret ? ret : dir_entry(w, CUSTODE_HOOK_PATH_UNLINK, CUSTODE_ACCESS_DELETE, dir, dentry);
 }
 
 FILE_LSM(path_rmdir, custode_path_rmdir, const struct path *dir, struct dentry *dentry, int ret)
 {
-	fs_gen_bump();
+	inode_stamp_bump(dentry->d_inode);
 	return ret ? ret : dir_entry(w, CUSTODE_HOOK_PATH_RMDIR, CUSTODE_ACCESS_DELETE, dir, dentry);
 }
 
@@ -1193,7 +1214,7 @@ FILE_LSM(path_link, custode_path_link, struct dentry *old_dentry, const struct p
 	__u32 allow;
 	int r;
 
-	fs_gen_bump();
+	inode_stamp_bump(old_dentry->d_inode);
 	if (ret)
 		return ret;
 	if (!who_init(w))

@@ -182,6 +182,50 @@ out:
 		dc_stop(&c);
 }
 
+/*
+ * Unlink, rmdir and link void the kept decisions of the inode they name and
+ * of no other (bpf/file.bpf.c: path_unlink). Seen through a second name:
+ * a hard link, made before the run, at a path the policy denies, to a file
+ * the run has decided (a file decision: mixed/x has a rule below it). The
+ * link is served by the inode's decision (a second name opens what the
+ * first may) while other files come and go on the host, and is decided at
+ * its own path once the first name is unlinked.
+ */
+KTEST(dir_cache_unlink_voids_only_its_inode)
+{
+	struct dc c;
+	char a[600], la[600], p[600], q[600];
+
+	ktest_need_lsm();
+	if (!ASSERT_TRUE(dc_prepare(&c, "dcunlink"), "fixture"))
+		goto out;
+	snprintf(a, sizeof(a), "%s/mixed/x/a", c.d.root);
+	snprintf(la, sizeof(la), "%s/elsewhere/la", c.d.root);
+	if (!ASSERT_EQ(link(a, la), 0, "the second name, made before the run") ||
+	    !ASSERT_TRUE(dc_launch(&c), "the run"))
+		goto out;
+	control_open(&c, "elsewhere/la");
+	EXPECT_OPEN(&c, "elsewhere/la", "r", "EACCES", "the second name before the first is decided");
+	EXPECT_OPEN(&c, "mixed/x/a", "r", "ok", "the first name (its decision kept)");
+	EXPECT_OPEN(&c, "elsewhere/la", "r", "ok", "the second name, from the inode's decision");
+	/* other files unlinked, removed, linked and created outside the run */
+	snprintf(p, sizeof(p), "%s/elsewhere/tmp", c.d.root);
+	ASSERT_TRUE(ktest_write_file(p, "t\n", 0644) && unlink(p) == 0, "create and unlink another file");
+	snprintf(p, sizeof(p), "%s/elsewhere/d", c.d.root);
+	ASSERT_TRUE(mkdir(p, 0755) == 0 && rmdir(p) == 0, "make and remove a directory");
+	snprintf(p, sizeof(p), "%s/ro/a", c.d.root);
+	snprintf(q, sizeof(q), "%s/elsewhere/l2", c.d.root);
+	ASSERT_TRUE(link(p, q) == 0 && unlink(q) == 0, "link and unlink another file");
+	EXPECT_OPEN(&c, "elsewhere/la", "r", "ok", "other inodes' names changed: this one's decision kept");
+	/* its first name unlinked outside the run: the inode's decision goes */
+	ASSERT_EQ(unlink(a), 0, "unlink the first name");
+	control_open(&c, "elsewhere/la");
+	EXPECT_OPEN(&c, "elsewhere/la", "r", "EACCES", "BYPASS: the decision of an unlinked name served another");
+out:
+	if (c.up)
+		dc_stop(&c);
+}
+
 /* A decided directory moved, outside the run, to where the policy denies. */
 KTEST(dir_cache_directory_moved_away)
 {

@@ -1,10 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Runs inside the guest (tools/bench/churn-bench starts it under icount).
-# The engine keeps one host-wide generation that every unlink, rmdir, link
-# and rename bumps (bpf/file.bpf.c: fs_gen_bump), and the kernel's
-# rename_lock count moves with every rename: either voids every run's
-# kept decisions (the run's decision table). This bench opens the same file (one per depth of
+# The engine keeps one host-wide generation that every rename bumps
+# (bpf/file.bpf.c: fs_gen_bump), and the kernel's rename_lock count moves
+# with every rename: either voids every run's kept decisions (the run's
+# decision table). An unlink, rmdir or link voids only its own inode's. This bench opens the same file (one per depth of
 # CHURN_DEPTHS, /tmp/fo/c/d<D>/x/.../f0) CHURN_ITERATIONS times, each open
 # after a round trip over two fifos with a churner process outside the run
 # (in the base cgroup):
@@ -14,6 +14,8 @@
 #          one unlink elsewhere on the host (the worst case: icount runs one
 #          vCPU, so a free-running churner would only void the cache once
 #          per time slice)
+#   unlink before answering it only creates and unlinks /tmp/churn/u
+#          (temporary files: builds, editors, package managers)
 # Only open()+close() is timed (fobench sync). Configurations: base (no
 # engine), Landlock (system rules + the tree + CHURN_RULES directories),
 # unconfined (engine loaded, no run), custode (a run with the same rules);
@@ -68,9 +70,15 @@ meas() {
 	echo "$rnd $tag-$mode $v" >>"$out"
 	echo "round $rnd $tag-$mode $v" >&2
 }
-both() { rnd=$1 tag=$2; shift 2; meas "$rnd" "$tag" idle "$@"; meas "$rnd" "$tag" churn "$@"; }
+both() {
+	rnd=$1 tag=$2
+	shift 2
+	meas "$rnd" "$tag" idle "$@"
+	meas "$rnd" "$tag" churn "$@"
+	meas "$rnd" "$tag" unlink "$@"
+}
 
-echo "cached open()+close() with/without churn, $N iterations per file (depths $DEPTHS), $NR extra rules, $R rounds, cgroup depth $depth, ns/op (guest clock)" >&2
+echo "cached open()+close() idle, under churn and under unlinks, $N iterations per file (depths $DEPTHS), $NR extra rules, $R rounds, cgroup depth $depth, ns/op (guest clock)" >&2
 r=1
 while [ $r -le "$R" ]; do
 	"$B/custode" engine unload --force >/dev/null 2>&1 || true
@@ -101,10 +109,13 @@ awk -v depths="$DEPTHS" '
 		print " median ns/op (open+close only)";
 		ns("base-idle"); ns("base-churn"); ns("unconfined-idle"); ns("unconfined-churn");
 		ns("custode-idle"); ns("custode-churn"); ns("landlock-idle"); ns("landlock-churn");
+		ns("base-unlink"); ns("unconfined-unlink"); ns("custode-unlink"); ns("landlock-unlink");
 		print " paired ratios, median [min-max] over " R " rounds";
 		ratio("base-churn", "base-idle"); ratio("unconfined-idle", "base-idle"); ratio("unconfined-churn", "base-churn");
 		ratio("custode-idle", "base-idle"); ratio("custode-churn", "base-churn"); ratio("custode-churn", "custode-idle");
 		ratio("landlock-idle", "base-idle"); ratio("landlock-churn", "base-churn");
 		ratio("custode-idle", "landlock-idle"); ratio("custode-churn", "landlock-churn");
+		ratio("base-unlink", "base-idle"); ratio("custode-unlink", "base-unlink");
+		ratio("custode-unlink", "custode-idle"); ratio("custode-unlink", "landlock-unlink");
 	}' "$out"
 rm -f "$out"

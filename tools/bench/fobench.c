@@ -14,10 +14,11 @@
  *       DEPTH, open()+close() each of its N files once — the first open of
  *       that file by this process — and print the mean ns per file; then a second pass over the same files (cached opens). Prints
  *       one line: the DEPTH first-open means, then the DEPTH second-pass means.
- *   fobench churn DIR REQ ACK idle|churn
+ *   fobench churn DIR REQ ACK idle|churn|unlink
  *       The churner (outside every run): for each byte read from the fifo
  *       REQ, rename DIR/a <-> DIR/b and create+unlink DIR/u (with "churn"),
- *       then write one byte to the fifo ACK. Ends at EOF on REQ.
+ *       or only create+unlink DIR/u (with "unlink": temporary files), then
+ *       write one byte to the fifo ACK. Ends at EOF on REQ.
  *   fobench sync [OPTS] N REQ ACK FILE...
  *       For each FILE: N/10 warm-up then N timed open()+close(), each one
  *       after a round trip with the churner (after one idle second) (write REQ, read ACK); only the
@@ -235,11 +236,12 @@ static int cmd_open(int argc, char **argv)
 static int cmd_churn(int argc, char **argv)
 {
 	char a[PATHLEN], b[PATHLEN], u[PATHLEN], c;
-	int req, ack, churn, flip = 0;
+	int req, ack, churn, renames, flip = 0;
 
-	if (argc != 5)
-		return fprintf(stderr, "usage: fobench churn DIR REQ ACK idle|churn\n"), 2;
-	churn = !strcmp(argv[4], "churn");
+	if (argc != 5 || (strcmp(argv[4], "idle") && strcmp(argv[4], "churn") && strcmp(argv[4], "unlink")))
+		return fprintf(stderr, "usage: fobench churn DIR REQ ACK idle|churn|unlink\n"), 2;
+	renames = !strcmp(argv[4], "churn");
+	churn = renames || !strcmp(argv[4], "unlink");
 	snprintf(a, sizeof(a), "%s/a", argv[1]);
 	snprintf(b, sizeof(b), "%s/b", argv[1]);
 	snprintf(u, sizeof(u), "%s/u", argv[1]);
@@ -253,7 +255,7 @@ static int cmd_churn(int argc, char **argv)
 		return perror("fobench churn: fifo"), 1;
 	while (read(req, &c, 1) == 1) {
 		if (churn) {
-			if (rename(flip ? b : a, flip ? a : b) < 0 || touch(u) < 0 || unlink(u) < 0)
+			if ((renames && rename(flip ? b : a, flip ? a : b) < 0) || touch(u) < 0 || unlink(u) < 0)
 				return perror("fobench churn"), 1;
 			flip = !flip;
 		}
