@@ -2,16 +2,23 @@
 /*
  * SIGKILL the launcher: the run stays confined (pinned engine); `custode gc`
  * reaps it. gc --json is one document (docs/output.md): an array, empty when
- * there is nothing to reap. Its text on stderr: test_daemon_restart.c.
+ * there is nothing to reap. Its text on stderr: test_daemon_restart.c. A
+ * launcher that dies setting up leaves only its lock (its state is written
+ * once, registered): gc finds its tmp and cgroup from the id.
  */
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "ktest.h"
+#include "state/runstate.h"
 
 /* gc --json's output is one array holding a successful "reaped orphaned run" */
 static bool gc_reaped(const char *out)
@@ -82,4 +89,49 @@ KTEST(orphan_stays_confined_and_gc_reaps)
 	}
 out:
 	ktest_proc_close(&p);
+}
+
+/*
+ * What a launcher killed after making its cgroup and before writing its
+ * state leaves: its lock (free), its private tmp (with a file in it, as
+ * any), its run-<id> cgroup. gc removes all three.
+ */
+KTEST(orphan_of_a_setup_that_died)
+{
+	static struct ktest_result r;
+	char *load[] = {(char *)ktest_custode(), "run", "--profile", "net-only", "--", "/bin/true", NULL};
+	char *gc[] = {(char *)ktest_custode(), "gc", "--json", NULL};
+	char hex[17], lock[PATH_MAX], tmp[PATH_MAX], file[PATH_MAX + 8], cg[PATH_MAX];
+	json_t *st;
+	__u64 id = 0;
+	int fd;
+
+	if (!ASSERT_EQ(ktest_run(load, -1, 120000, &r), 0, "a run loads the engine"))
+		return;
+	st = ktest_engine_status();
+	snprintf(cg, sizeof(cg), "%s", json_string_value(json_object_get(st, "cgroup_root")) ?: "");
+	json_decref(st);
+	if (!ASSERT_TRUE(cg[0] == '/', "engine status names the cgroup root") ||
+	    !ASSERT_EQ(getrandom(&id, sizeof(id), 0), (ssize_t)sizeof(id), "an id"))
+		return;
+	custode_run_id_format(id, hex);
+	snprintf(cg + strlen(cg), sizeof(cg) - strlen(cg), "/run-%s", hex);
+	custode_state_path(id, CUSTODE_STATE_LOCK, lock, sizeof(lock));
+	custode_run_tmp_path(id, tmp, sizeof(tmp));
+	snprintf(file, sizeof(file), "%s/f", tmp);
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	if (!ASSERT_TRUE(fd >= 0 && mkdir(tmp, 0700) == 0 && ktest_write_file(file, "x\n", 0600) &&
+				 mkdir(cg, 0755) == 0,
+			 "the lock, the tmp and the cgroup a dying setup leaves"))
+		return;
+	ktest_run(gc, -1, 60000, &r);
+	ASSERT_EQ(r.code, 0, "gc exit");
+	ASSERT_CONTAINS(r.out, "reaped run without state", "gc --json reports the cgroup it reaped");
+	ASSERT_TRUE(access(lock, F_OK) != 0, "the lock removed");
+	ASSERT_TRUE(access(tmp, F_OK) != 0, "the tmp removed");
+	ASSERT_TRUE(access(cg, F_OK) != 0, "the cgroup removed");
+	if (access(cg, F_OK) == 0)
+		rmdir(cg);
 }

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,9 @@
 #include <jansson.h>
 
 #include "cgroup/cgroup.h"
+#include "state/runstate.h"
 #include "util/exit.h"
+#include "util/fsutil.h"
 #include "run/run.h"
 #include "util/reasons.h"
 #include "util/usage.h"
@@ -68,7 +71,16 @@ static int reap_state_files(struct custode_engine *e, custode_gc_report_fn repor
 			continue; /* launcher alive (or unreadable): not ours to touch */
 		err = custode_runstate_read(id, &st);
 		if (err == -ENOENT) {
-			/* launcher died before writing state: nothing was registered */
+			/*
+			 * The launcher died setting up (it writes its state once,
+			 * registered): its private tmp goes here, empty (no process
+			 * ran); a run-<id> cgroup and its registration, if it got
+			 * that far, go in reap_cgroups, which finds no lock then.
+			 */
+			char tmp[PATH_MAX];
+
+			custode_run_tmp_path(id, tmp, sizeof(tmp));
+			custode_rm_rf(tmp);
 			custode_runstate_remove(id);
 			close(fd);
 			continue;
@@ -110,6 +122,7 @@ static int reap_cgroups(struct custode_engine *e, custode_gc_report_fn report, v
 		memset(&st, 0, sizeof(st));
 		st.run_id = id;
 		snprintf(st.cgroup, sizeof(st.cgroup), "%s/%s", e->cg_root, de->d_name);
+		custode_run_tmp_path(id, st.tmp, sizeof(st.tmp));
 		if (custode_cgroup_id(st.cgroup, &st.cgroup_id) < 0)
 			continue;
 		if (custode_engine_get_run(e, st.cgroup_id, &run) == 0)

@@ -197,7 +197,7 @@ static void warn_unenforced_limits(const struct custode_limits_applied *a)
 
 static int setup(struct launch *l, const struct run_opts *o, struct custode_refusal *why)
 {
-	char ws[PATH_MAX], tmpbase[PATH_MAX], hex[17];
+	char ws[PATH_MAX], hex[17];
 	struct stat sb;
 	int err;
 
@@ -224,9 +224,7 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	if (l->lock_fd < 0)
 		return custode_refuse(why, -l->lock_fd, CUSTODE_REASON_RUN_SETUP_FAILED, "run lock: %s",
 				      strerror(-l->lock_fd));
-	if (!realpath("/tmp", tmpbase))
-		snprintf(tmpbase, sizeof(tmpbase), "/tmp");
-	snprintf(l->st.tmp, sizeof(l->st.tmp), "%s/custode-%s", tmpbase, hex);
+	custode_run_tmp_path(l->st.run_id, l->st.tmp, sizeof(l->st.tmp));
 	if (mkdir(l->st.tmp, 0700) < 0) {
 		l->st.tmp[0] = 0;
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "mkdir tmp: %s", strerror(errno));
@@ -234,8 +232,6 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	if (chown(l->st.tmp, l->user.uid, l->user.gid) < 0)
 		return custode_refuse(why, errno, CUSTODE_REASON_RUN_SETUP_FAILED, "chown tmp: %s", strerror(errno));
 	snprintf(l->st.cgroup, sizeof(l->st.cgroup), "%s/run-%s", l->e.cg_root, hex);
-	if ((err = custode_runstate_write(&l->st)))
-		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "state file: %s", strerror(-err));
 
 	l->prog.policy = l->policy;
 	l->prog.bindings.workspace = l->st.workspace;
@@ -264,6 +260,11 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	if ((err = custode_program_register(&l->e, &l->prog, l->st.cgroup_id, o->audit ? CUSTODE_RUN_AUDIT : 0, NULL,
 					    why)))
 		return err;
+	/*
+	 * The state, once, whole: until here a launcher that dies leaves only its
+	 * lock, and gc finds the rest from the run id (the tmp directory, the
+	 * run-<id> cgroup and its registration).
+	 */
 	if ((err = custode_runstate_write(&l->st)))
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "state file: %s", strerror(-err));
 	return 0;

@@ -128,3 +128,13 @@ void custode_runstate_remove(__u64 run_id)
 	custode_state_path(run_id, CUSTODE_STATE_LOCK, path, sizeof(path));
 	unlink(path);
 }
+
+void custode_run_tmp_path(__u64 run_id, char *buf, size_t len)
+{
+	char base[PATH_MAX], hex[17];
+
+	if (!realpath("/tmp", base))
+		snprintf(base, sizeof(base), "/tmp");
+	custode_run_id_format(run_id, hex);
+	snprintf(buf, len, "%s/custode-%s", base, hex);
+}

@@ -3,7 +3,9 @@
  * What a launcher records about its run in CUSTODE_RUNS_DIR, so that `custode
  * gc` can clean up after a launcher that died: <id>.lock is flock'ed by the
  * launcher for its whole life (lockable means orphaned); <id>.json holds the
- * state, written atomically.
+ * state, written atomically, once the run is registered (a lock without it:
+ * a launcher that died setting up, whose private tmp, cgroup and
+ * registration are all found from the id).
  */
 #ifndef CUSTODE_STATE_RUNSTATE_H
 #define CUSTODE_STATE_RUNSTATE_H
@@ -41,5 +43,7 @@ int custode_runstate_write(const struct custode_runstate *st);
 int custode_runstate_read(__u64 run_id, struct custode_runstate *st);
 int custode_runstate_parse(const char *text, struct custode_runstate *st);
 void custode_runstate_remove(__u64 run_id);
+/* The run's private tmp directory: <realpath of /tmp>/custode-<id>. */
+void custode_run_tmp_path(__u64 run_id, char *buf, size_t len);
 
 #endif
