@@ -6,8 +6,6 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -84,30 +82,127 @@ static int set_add(struct addr_set *s, uint64_t cookie, const uint8_t addr[16], 
 	return 0;
 }
 
-/* Every address of the current namespace (IPv4 as ::ffff:a.b.c.d). */
+int custode_ifaddr_parse(const struct nlmsghdr *nh, uint8_t addr[16], uint32_t *ifindex)
+{
+	const struct ifaddrmsg *ifa;
+	const struct rtattr *rta, *local = NULL, *address = NULL;
+	unsigned int len;
+
+	if (nh->nlmsg_type != RTM_NEWADDR)
+		return 0;
+	if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
+		return -EBADMSG;
+	ifa = NLMSG_DATA(nh);
+	len = nh->nlmsg_len - NLMSG_LENGTH(sizeof(*ifa));
+	for (rta = IFA_RTA(ifa); RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
+		if (rta->rta_type == IFA_LOCAL)
+			local = rta;
+		else if (rta->rta_type == IFA_ADDRESS)
+			address = rta;
+	/* IFA_LOCAL where there is one (IFA_ADDRESS is then a point-to-point peer's), as getifaddrs(3) */
+	rta = local ? local : address;
+	if (!rta)
+		return 0;
+	if (ifa->ifa_family == AF_INET && RTA_PAYLOAD(rta) == 4) {
+		memset(addr, 0, 10);
+		addr[10] = addr[11] = 0xff;
+		memcpy(&addr[12], RTA_DATA(rta), 4);
+	} else if (ifa->ifa_family == AF_INET6 && RTA_PAYLOAD(rta) == 16) {
+		memcpy(addr, RTA_DATA(rta), 16);
+	} else {
+		return 0;
+	}
+	*ifindex = ifa->ifa_index;
+	return 1;
+}
+
+/*
+ * One RTM_GETADDR dump of the current namespace into s; -EAGAIN if the
+ * addresses changed during it (NLM_F_DUMP_INTR: read again).
+ */
+static int dump_addrs(uint64_t cookie, struct addr_set *s)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifaddrmsg ifa;
+	} req = {
+		.nh = {.nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETADDR, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+		       .nlmsg_seq = 1},
+		.ifa = {.ifa_family = AF_UNSPEC},
+	};
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	size_t cap = 32768; /* a dump's messages come in skbs of at most 32 KiB */
+	char *buf = malloc(cap);
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), err = 0, intr = 0;
+
+	if (fd < 0 || !buf) {
+		err = fd < 0 ? -errno : -ENOMEM;
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+		err = -errno;
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = recv(fd, buf, cap, MSG_TRUNC);
+		struct nlmsghdr *nh;
+		unsigned int left;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			goto out;
+		}
+		if ((size_t)n > cap || n == 0) {
+			err = -EMSGSIZE;
+			goto out;
+		}
+		left = (unsigned int)n;
+		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, left); nh = NLMSG_NEXT(nh, left)) {
+			uint8_t a[16];
+			uint32_t ifindex;
+			int r;
+
+			if (nh->nlmsg_seq != req.nh.nlmsg_seq)
+				continue;
+			intr |= nh->nlmsg_flags & NLM_F_DUMP_INTR;
+			if (nh->nlmsg_type == NLMSG_DONE) {
+				err = intr ? -EAGAIN : 0;
+				goto out;
+			}
+			if (nh->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(nh);
+
+				err = nh->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error ? e->error : -EPROTO;
+				goto out;
+			}
+			if ((r = custode_ifaddr_parse(nh, a, &ifindex)) < 0) {
+				err = r;
+				goto out;
+			}
+			if (r && (err = set_add(s, cookie, a, ifindex)))
+				goto out;
+		}
+	}
+out:
+	close(fd);
+	free(buf);
+	return err;
+}
+
+/* Every address of the current namespace (IPv4 as ::ffff:a.b.c.d): one address dump, not getifaddrs' links too. */
 static int read_addrs(uint64_t cookie, struct addr_set *s)
 {
-	struct ifaddrs *ifa, *i;
-	int err = 0;
+	int err = -EAGAIN;
 
-	if (getifaddrs(&ifa) < 0)
-		return -errno;
-	for (i = ifa; i && !err; i = i->ifa_next) {
-		uint8_t a[16] = {0};
-
-		if (!i->ifa_addr)
-			continue;
-		if (i->ifa_addr->sa_family == AF_INET) {
-			a[10] = a[11] = 0xff;
-			memcpy(&a[12], &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-		} else if (i->ifa_addr->sa_family == AF_INET6) {
-			memcpy(a, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-		} else {
-			continue;
-		}
-		err = set_add(s, cookie, a, if_nametoindex(i->ifa_name));
+	for (int i = 0; i < 8 && err == -EAGAIN; i++) {
+		s->n = 0;
+		err = dump_addrs(cookie, s);
 	}
-	freeifaddrs(ifa);
 	return err;
 }
 

@@ -7,7 +7,7 @@
  *
  * A watch is a namespace custode keeps current: an rtnetlink socket made in
  * that namespace, subscribed to address changes, whose messages trigger a
- * full re-read (getifaddrs) and a sync of that namespace's entries (new
+ * full re-read (an RTM_GETADDR dump) and a sync of that namespace's entries (new
  * addresses added before stale ones are removed). The launcher watches its
  * own namespace for the run's lifetime; the daemon watches its own and those
  * of attached cgroups.
@@ -40,6 +40,16 @@ int custode_hostaddrs_watch(struct custode_hostaddr_watch *w, int ns_fd, struct 
 int custode_hostaddrs_refresh(struct custode_hostaddr_watch *w, struct custode_refusal *why);
 /* Stop watching; the namespace's entries stay (they only deny). */
 void custode_hostaddrs_unwatch(struct custode_hostaddr_watch *w);
+
+/*
+ * One message of an RTM_GETADDR dump: 1 and its address (IFA_LOCAL, else
+ * IFA_ADDRESS; IPv4 as ::ffff:a.b.c.d) and interface index if it is an
+ * RTM_NEWADDR with an IPv4 or IPv6 address; 0 for any other message or
+ * family; -EBADMSG if it is too short to be one. nh->nlmsg_len must lie
+ * within the buffer (NLMSG_OK).
+ */
+struct nlmsghdr;
+int custode_ifaddr_parse(const struct nlmsghdr *nh, uint8_t addr[16], uint32_t *ifindex);
 
 /* The current thread's network namespace cookie (SO_NETNS_COOKIE); 0 if unknown. */
 uint64_t custode_netns_cookie(void);
