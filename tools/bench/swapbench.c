@@ -10,7 +10,8 @@
  * scans the maps pays for them). Then, per round, a subject run of RULES file
  * rules + RULES egress rules (RULES/24 CIDR rules on one port each) is
  * swapped to a new version with as many different rules:
- *   compile  policy → rule set (userspace only)
+ *   compile  the policy's text (made beforehand, as a bundle's) parsed and
+ *            compiled to a rule set (userspace only)
  *   add      the new rules into the maps (beside the old: nothing changes yet)
  *   flip     the one update of the run's value: the new policy is in force
  *   retire   the grace period (membarrier) and the deletion of the old rules
@@ -47,13 +48,11 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* A policy of n directory rules under /srv/bench/<tag> and n egress CIDRs (tag picks distinct ones). */
-static struct custode_policy *make_policy(int tag, int n, int version)
+/* The text of a policy of n directory rules under /srv/bench/<tag> and n egress CIDRs (tag picks distinct ones). */
+static char *policy_text(int tag, int n, int version)
 {
 	size_t cap = (size_t)n * 160 + 512, len = 0;
 	char *t = malloc(cap);
-	struct custode_policy *p = NULL;
-	struct custode_refusal why = {0};
 
 	if (!t)
 		return NULL;
@@ -72,12 +71,26 @@ static struct custode_policy *make_policy(int tag, int n, int version)
 					11 + r / 65536, (r / 256) % 256, r % 256, 1000 + version % 50000);
 	}
 	snprintf(t + len, cap - len, "]}}}");
-	if (custode_policy_parse(t, strlen(t), &p, &why) < 0) {
+	return t;
+}
+
+/* The policy parsed from its text (which is freed). */
+static struct custode_policy *parse_policy(char *t)
+{
+	struct custode_policy *p = NULL;
+	struct custode_refusal why = {0};
+
+	if (t && custode_policy_parse(t, strlen(t), &p, &why) < 0) {
 		fprintf(stderr, "swapbench: policy: %s\n", why.detail);
 		p = NULL;
 	}
 	free(t);
 	return p;
+}
+
+static struct custode_policy *make_policy(int tag, int n, int version)
+{
+	return parse_policy(policy_text(tag, n, version));
 }
 
 /*
@@ -259,8 +272,10 @@ int main(int argc, char **argv)
 		goto refused;
 	rss_before = rss_kib();
 	for (int r = 0; r < rounds; r++) {
+		/* the text is the bundle's, made before the clock starts: a swap parses it, never writes it */
+		char *text = policy_text(1, rules, r + 2);
 		double t0 = now_ms(), t1, t2, t3, t4;
-		struct custode_policy *p = make_policy(1, rules, r + 2);
+		struct custode_policy *p = parse_policy(text);
 		struct custode_refusal w = {0};
 
 		if (!p)
