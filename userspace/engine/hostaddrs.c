@@ -86,14 +86,14 @@ int custode_ifaddr_parse(const struct nlmsghdr *nh, uint8_t addr[16], uint32_t *
 {
 	const struct ifaddrmsg *ifa;
 	const struct rtattr *rta, *local = NULL, *address = NULL;
-	unsigned int len;
+	int len; /* signed, as the uapi macros expect: RTA_NEXT past an unaligned last attribute goes below 0 */
 
 	if (nh->nlmsg_type != RTM_NEWADDR)
 		return 0;
 	if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
 		return -EBADMSG;
 	ifa = NLMSG_DATA(nh);
-	len = nh->nlmsg_len - NLMSG_LENGTH(sizeof(*ifa));
+	len = (int)(nh->nlmsg_len - NLMSG_LENGTH(sizeof(*ifa)));
 	for (rta = IFA_RTA(ifa); RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
 		if (rta->rta_type == IFA_LOCAL)
 			local = rta;
@@ -116,9 +116,58 @@ int custode_ifaddr_parse(const struct nlmsghdr *nh, uint8_t addr[16], uint32_t *
 	return 1;
 }
 
+int custode_ifaddr_chunk(const void *buf, int n, uint32_t seq, uint32_t portid, bool *intr,
+			 int (*add)(void *ctx, const uint8_t addr[16], uint32_t ifindex), void *ctx)
+{
+	const struct nlmsghdr *nh;
+	int left = n, err;
+
+	for (nh = buf; NLMSG_OK(nh, left); nh = NLMSG_NEXT(nh, left)) {
+		uint8_t a[16];
+		uint32_t ifindex;
+
+		if (nh->nlmsg_seq != seq || nh->nlmsg_pid != portid)
+			continue; /* not this request's answer */
+		if (nh->nlmsg_flags & NLM_F_DUMP_INTR)
+			*intr = true;
+		if (nh->nlmsg_type == NLMSG_DONE) {
+			/* a dump that failed part way ends with its error here */
+			if (nh->nlmsg_len >= NLMSG_LENGTH(sizeof(int)) && *(const int *)NLMSG_DATA(nh) < 0)
+				return *(const int *)NLMSG_DATA(nh);
+			return *intr ? -EAGAIN : 1;
+		}
+		if (nh->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *e = NLMSG_DATA(nh);
+
+			return nh->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error < 0 ? e->error : -EPROTO;
+		}
+		if ((err = custode_ifaddr_parse(nh, a, &ifindex)) < 0)
+			return err;
+		if (err && (err = add(ctx, a, ifindex)) < 0)
+			return err;
+	}
+	/* whole messages only: anything left that is no message is a malformed datagram */
+	return left > 0 ? -EBADMSG : 0;
+}
+
+struct add_ctx {
+	struct addr_set *s;
+	uint64_t cookie;
+};
+
+static int add_to_set(void *ctx, const uint8_t addr[16], uint32_t ifindex)
+{
+	struct add_ctx *c = ctx;
+
+	return set_add(c->s, c->cookie, addr, ifindex);
+}
+
 /*
  * One RTM_GETADDR dump of the current namespace into s; -EAGAIN if the
- * addresses changed during it (NLM_F_DUMP_INTR: read again).
+ * addresses changed during it (NLM_F_DUMP_INTR: read again). The socket is
+ * connected to the kernel, so no other process of the namespace (root in a
+ * container the daemon watches) can send it anything, and each datagram's
+ * sender is checked too.
  */
 static int dump_addrs(uint64_t cookie, struct addr_set *s)
 {
@@ -130,66 +179,41 @@ static int dump_addrs(uint64_t cookie, struct addr_set *s)
 		       .nlmsg_seq = 1},
 		.ifa = {.ifa_family = AF_UNSPEC},
 	};
-	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-	size_t cap = 32768; /* a dump's messages come in skbs of at most 32 KiB */
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK}, self, from;
+	socklen_t slen = sizeof(self);
+	struct add_ctx ctx = {.s = s, .cookie = cookie};
+	size_t cap = 32768; /* a dump's messages come in datagrams of at most 32 KiB */
 	char *buf = malloc(cap);
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), err = 0, intr = 0;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), err = 0;
+	bool intr = false;
 
 	if (fd < 0 || !buf) {
 		err = fd < 0 ? -errno : -ENOMEM;
-		free(buf);
-		if (fd >= 0)
-			close(fd);
-		return err;
+		goto out;
 	}
-	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+	if (connect(fd, (struct sockaddr *)&kernel, sizeof(kernel)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&self, &slen) < 0 || send(fd, &req, sizeof(req), 0) < 0) {
 		err = -errno;
 		goto out;
 	}
-	for (;;) {
-		ssize_t n = recv(fd, buf, cap, MSG_TRUNC);
-		struct nlmsghdr *nh;
-		unsigned int left;
+	while (!err) {
+		socklen_t flen = sizeof(from);
+		ssize_t n = recvfrom(fd, buf, cap, MSG_TRUNC, (struct sockaddr *)&from, &flen);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
+		if (n < 0)
 			err = -errno;
-			goto out;
-		}
-		if ((size_t)n > cap || n == 0) {
+		else if (n == 0 || (size_t)n > cap)
 			err = -EMSGSIZE;
-			goto out;
-		}
-		left = (unsigned int)n;
-		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, left); nh = NLMSG_NEXT(nh, left)) {
-			uint8_t a[16];
-			uint32_t ifindex;
-			int r;
-
-			if (nh->nlmsg_seq != req.nh.nlmsg_seq)
-				continue;
-			intr |= nh->nlmsg_flags & NLM_F_DUMP_INTR;
-			if (nh->nlmsg_type == NLMSG_DONE) {
-				err = intr ? -EAGAIN : 0;
-				goto out;
-			}
-			if (nh->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(nh);
-
-				err = nh->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error ? e->error : -EPROTO;
-				goto out;
-			}
-			if ((r = custode_ifaddr_parse(nh, a, &ifindex)) < 0) {
-				err = r;
-				goto out;
-			}
-			if (r && (err = set_add(s, cookie, a, ifindex)))
-				goto out;
-		}
+		else if (flen >= sizeof(from) && from.nl_pid == 0) /* the kernel's, else not read */
+			err = custode_ifaddr_chunk(buf, (int)n, req.nh.nlmsg_seq, self.nl_pid, &intr, add_to_set, &ctx);
 	}
+	if (err == 1)
+		err = 0;
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	free(buf);
 	return err;
 }

@@ -50,6 +50,16 @@ void custode_hostaddrs_unwatch(struct custode_hostaddr_watch *w);
  */
 struct nlmsghdr;
 int custode_ifaddr_parse(const struct nlmsghdr *nh, uint8_t addr[16], uint32_t *ifindex);
+/*
+ * One datagram (n bytes) of the dump answering request seq on the socket of
+ * port id portid: each address through add (which may fail: -errno). 1 at
+ * the dump's end, 0 if more follows, -EAGAIN at the end of a dump that
+ * changes interrupted (*intr, kept across datagrams), -errno for an error
+ * reply, a failed dump or a malformed datagram. Messages of another request
+ * or port are skipped.
+ */
+int custode_ifaddr_chunk(const void *buf, int n, uint32_t seq, uint32_t portid, bool *intr,
+			 int (*add)(void *ctx, const uint8_t addr[16], uint32_t ifindex), void *ctx);
 
 /* The current thread's network namespace cookie (SO_NETNS_COOKIE); 0 if unknown. */
 uint64_t custode_netns_cookie(void);
