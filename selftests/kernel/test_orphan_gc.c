@@ -91,47 +91,82 @@ out:
 	ktest_proc_close(&p);
 }
 
-/*
- * What a launcher killed after making its cgroup and before writing its
- * state leaves: its lock (free), its private tmp (with a file in it, as
- * any), its run-<id> cgroup. gc removes all three.
- */
-KTEST(orphan_of_a_setup_that_died)
+/* What a setup that died leaves, made by hand: the lock and names file (with_lock), the tmp, the cgroup (with_cgroup). */
+struct dying {
+	char hex[17], lock[PATH_MAX], names[PATH_MAX], tmp[PATH_MAX], cg[PATH_MAX];
+};
+
+static bool dying_setup(struct dying *d, bool with_lock, bool with_cgroup)
 {
 	static struct ktest_result r;
 	char *load[] = {(char *)ktest_custode(), "run", "--profile", "net-only", "--", "/bin/true", NULL};
-	char *gc[] = {(char *)ktest_custode(), "gc", "--json", NULL};
-	char hex[17], lock[PATH_MAX], tmp[PATH_MAX], file[PATH_MAX + 8], cg[PATH_MAX];
+	char file[PATH_MAX + 8];
 	json_t *st;
 	__u64 id = 0;
 	int fd;
 
 	if (!ASSERT_EQ(ktest_run(load, -1, 120000, &r), 0, "a run loads the engine"))
-		return;
+		return false;
 	st = ktest_engine_status();
-	snprintf(cg, sizeof(cg), "%s", json_string_value(json_object_get(st, "cgroup_root")) ?: "");
+	snprintf(d->cg, sizeof(d->cg), "%s", json_string_value(json_object_get(st, "cgroup_root")) ?: "");
 	json_decref(st);
-	if (!ASSERT_TRUE(cg[0] == '/', "engine status names the cgroup root") ||
+	if (!ASSERT_TRUE(d->cg[0] == '/', "engine status names the cgroup root") ||
 	    !ASSERT_EQ(getrandom(&id, sizeof(id), 0), (ssize_t)sizeof(id), "an id"))
-		return;
-	custode_run_id_format(id, hex);
-	snprintf(cg + strlen(cg), sizeof(cg) - strlen(cg), "/run-%s", hex);
-	custode_state_path(id, CUSTODE_STATE_LOCK, lock, sizeof(lock));
-	custode_run_tmp_path(id, tmp, sizeof(tmp));
-	snprintf(file, sizeof(file), "%s/f", tmp);
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
+		return false;
+	custode_run_id_format(id, d->hex);
+	snprintf(d->cg + strlen(d->cg), sizeof(d->cg) - strlen(d->cg), "/run-%s", d->hex);
+	custode_state_path(id, CUSTODE_STATE_LOCK, d->lock, sizeof(d->lock));
+	custode_state_path(id, CUSTODE_STATE_NAMES, d->names, sizeof(d->names));
+	custode_run_tmp_path(id, d->tmp, sizeof(d->tmp));
+	snprintf(file, sizeof(file), "%s/f", d->tmp);
+	if (with_lock) {
+		fd = open(d->lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (!ASSERT_TRUE(fd >= 0 && ktest_write_file(d->names, "{}\n", 0600), "the lock and the names file"))
+			return false;
 		close(fd);
-	if (!ASSERT_TRUE(fd >= 0 && mkdir(tmp, 0700) == 0 && ktest_write_file(file, "x\n", 0600) &&
-				 mkdir(cg, 0755) == 0,
-			 "the lock, the tmp and the cgroup a dying setup leaves"))
-		return;
+	}
+	return ASSERT_TRUE(mkdir(d->tmp, 0700) == 0 && ktest_write_file(file, "x\n", 0600), "the tmp") &&
+	       (!with_cgroup || ASSERT_EQ(mkdir(d->cg, 0755), 0, "the cgroup"));
+}
+
+static void dying_gc(struct dying *d, const char *reported)
+{
+	static struct ktest_result r;
+	char *gc[] = {(char *)ktest_custode(), "gc", "--json", NULL};
+
 	ktest_run(gc, -1, 60000, &r);
 	ASSERT_EQ(r.code, 0, "gc exit");
-	ASSERT_CONTAINS(r.out, "reaped run without state", "gc --json reports the cgroup it reaped");
-	ASSERT_TRUE(access(lock, F_OK) != 0, "the lock removed");
-	ASSERT_TRUE(access(tmp, F_OK) != 0, "the tmp removed");
-	ASSERT_TRUE(access(cg, F_OK) != 0, "the cgroup removed");
-	if (access(cg, F_OK) == 0)
-		rmdir(cg);
+	if (reported)
+		ASSERT_CONTAINS(r.out, reported, "gc --json reports it");
+	ASSERT_TRUE(access(d->lock, F_OK) != 0, "the lock removed");
+	ASSERT_TRUE(access(d->names, F_OK) != 0, "the names file removed");
+	ASSERT_TRUE(access(d->tmp, F_OK) != 0, "the tmp removed");
+	ASSERT_TRUE(access(d->cg, F_OK) != 0, "no cgroup left");
+	if (access(d->cg, F_OK) == 0)
+		rmdir(d->cg);
+}
+
+/*
+ * A launcher killed setting up, before its state is written: its lock (free),
+ * its names file, its private tmp (with a file in it, as any), and, once it
+ * got that far, its run-<id> cgroup. gc removes them all.
+ */
+KTEST(orphan_of_a_setup_that_died)
+{
+	struct dying d;
+
+	if (dying_setup(&d, true, true))
+		dying_gc(&d, "reaped run without state");
+	/* killed before its cgroup: only the lock says it was there */
+	if (dying_setup(&d, true, false))
+		dying_gc(&d, NULL);
+}
+
+/* A run-<id> cgroup whose lock and state are lost: gc reaps it, its private tmp too. */
+KTEST(orphan_cgroup_without_lock_loses_its_tmp)
+{
+	struct dying d;
+
+	if (dying_setup(&d, false, true))
+		dying_gc(&d, "reaped run without state");
 }

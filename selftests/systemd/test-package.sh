@@ -162,6 +162,20 @@ check "Restart=always: a new daemon is active within 30 s" wait_for 30 restarted
 runs_answers() { custode runs >/dev/null; }
 check "custode runs answers after the crash restart" runs_answers
 
+# ----------------------------------------- an orphan, reaped by the daemon
+# Its launcher killed, the run is reaped by the daemon's 2 s timer, under the
+# unit's sandbox: cgroup, state and its private tmp (/tmp read-only to the
+# daemon once left every such tmp behind: ReadWritePaths=/tmp).
+start_long_run orphan
+check "an orphan-to-be is listed" wait_for 60 some_live_run
+id=$(live_run)
+check "its private tmp /tmp/custode-$id exists" test -d "/tmp/custode-$id"
+kill -KILL "$orphan_pid"
+wait "$orphan_pid" 2>/dev/null
+reaped() { [[ -n $1 && ! -e /tmp/custode-$1 && ! -e /run/custode/runs/$1.lock && ! -e /run/custode/runs/$1.json ]]; }
+check "the daemon reaped orphan $id: its tmp, lock and state gone" wait_for 60 reaped "$id"
+check "and its cgroup" test ! -e "/sys/fs/cgroup/custode/run-$id"
+
 # ----------------------------------------------------------------- end
 check "systemctl stop custode at the end" systemctl stop custode
 check "no unit failed" test -z "$(systemctl list-units --failed --plain --no-legend)"

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "cgroup/cgroup.h"
+#include "dns/names.h"
 #include "state/runstate.h"
 #include "util/exit.h"
 #include "util/fsutil.h"
@@ -73,14 +74,16 @@ static int reap_state_files(struct custode_engine *e, custode_gc_report_fn repor
 		if (err == -ENOENT) {
 			/*
 			 * The launcher died setting up (it writes its state once,
-			 * registered): its private tmp goes here, empty (no process
-			 * ran); a run-<id> cgroup and its registration, if it got
-			 * that far, go in reap_cgroups, which finds no lock then.
+			 * registered): its private tmp (empty: no process ran) and the
+			 * resolver's names file go here; a run-<id> cgroup and its
+			 * registration, if it got that far, go in reap_cgroups, which
+			 * finds no lock then.
 			 */
 			char tmp[PATH_MAX];
 
 			custode_run_tmp_path(id, tmp, sizeof(tmp));
 			custode_rm_rf(tmp);
+			custode_dns_names_remove(id);
 			custode_runstate_remove(id);
 			close(fd);
 			continue;

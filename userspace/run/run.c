@@ -263,7 +263,9 @@ static int setup(struct launch *l, const struct run_opts *o, struct custode_refu
 	/*
 	 * The state, once, whole: until here a launcher that dies leaves only its
 	 * lock, and gc finds the rest from the run id (the tmp directory, the
-	 * run-<id> cgroup and its registration).
+	 * names file, the run-<id> cgroup and its registration). Rules added
+	 * before a registration that never came stay unreferenced, under an id
+	 * no run uses, as they did when an earlier write recorded no rule set.
 	 */
 	if ((err = custode_runstate_write(&l->st)))
 		return custode_refuse(why, -err, CUSTODE_REASON_RUN_SETUP_FAILED, "state file: %s", strerror(-err));

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include "state/state.h"
 
@@ -85,21 +86,35 @@ bool custode_state_list_next(DIR *d, enum custode_state_kind kind, __u64 *run_id
 	return false;
 }
 
+/*
+ * The run's lock file, opened (made if missing) and flock'ed. Opening and
+ * locking are two steps: gc may lock the file between them, take the run for
+ * one whose launcher died setting up, and unlink it; a lock then held on
+ * the unlinked file would hide a live launcher from every later gc. So the
+ * path must still name the locked file, else it is opened again.
+ */
 static int lock_open(__u64 run_id, int how)
 {
 	char path[PATH_MAX];
-	int fd;
 
 	custode_state_path(run_id, CUSTODE_STATE_LOCK, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, how) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
+	for (int tries = 0; tries < 100; tries++) {
+		struct stat held, named;
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600), err;
+
+		if (fd < 0)
+			return -errno;
+		if (flock(fd, how) < 0) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		if (fstat(fd, &held) == 0 && stat(path, &named) == 0 && held.st_dev == named.st_dev &&
+		    held.st_ino == named.st_ino)
+			return fd;
+		close(fd); /* unlinked (or replaced) under us: not the run's lock any more */
 	}
-	return fd;
+	return -EAGAIN;
 }
 
 int custode_runlock_take(__u64 run_id)
