@@ -64,8 +64,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * the same number. So each number has a stamp (custode_inode_stamps, by a
  * hash of it), bumped whenever a dentry gets an inode of that number — the
  * only way a new inode can be reached — and whenever an inode of that
- * number is unlinked, removed or linked (path_unlink: scoped to the inode,
- * not the host), and a slot holds only with the stamp it was decided at. While a hook decides, its file (and the file's
+ * number is unlinked, removed or linked (inode_unlink: scoped to the inode,
+ * not the host), and a slot holds only with the stamp read before it was
+ * decided. While a hook decides, its file (and the file's
  * directory) are held, so they can't be freed and replaced meanwhile.
  *
  * Two hooks can write the same slot at once — on two CPUs, or one preempted
@@ -182,6 +183,8 @@ static __always_inline void fs_gen_bump(void)
 struct file_scratch {
 	struct custode_scratch_head h; /* owner and counts (include/custode/abi.h) */
 	struct custode_pathbuf pb;
+	/* the stamps of the open's file and of its directory, read before its full decision (scratch_stamps) */
+	__u32 stamp_file, stamp_dir;
 	/* a struct custode_event followed by its path */
 	__u64 ev[(sizeof(struct custode_event) + CUSTODE_PATH_MAX) / 8];
 };
@@ -698,12 +701,16 @@ static __always_inline int decision_valid(struct custode_decision *c, __u64 run_
 	return d->sum == decision_sum(d); /* else torn, or a mix of two writers */
 }
 
+/*
+ * The stamp stored is the object's at the start of the decision, not now:
+ * an unlink or link of the object that ran while the hook decided has
+ * bumped it since, and the slot must not hold past it.
+ */
 static __always_inline void decision_store(struct custode_decision *c, __u64 run_cgid, struct inode *obj,
 					   struct vfsmount *mnt, __u16 kind, const struct fs_epoch *e, __u32 allow,
-					   __u32 ruleset, __u32 dirlen)
+					   __u32 ruleset, __u32 dirlen, __u32 stamp)
 {
 	volatile struct custode_decision *v = c;
-	__u32 *stamp = stamp_of(obj->i_ino);
 	struct custode_decision d = {
 		.run = run_cgid,
 		.ino = obj->i_ino,
@@ -714,11 +721,9 @@ static __always_inline void decision_store(struct custode_decision *c, __u64 run
 		.dirlen = (__u16)dirlen,
 		.allow = allow,
 		.ruleset = ruleset,
+		.stamp = stamp,
 	};
 
-	if (!stamp)
-		return;
-	d.stamp = *(volatile __u32 *)stamp;
 	/* the checksum last: a reader between these stores sees a slot that doesn't validate */
 	v->sum = 0;
 	/* the addresses stored, and read back as numbers: what the checksum is made of */
@@ -742,6 +747,23 @@ static __always_inline struct inode *dir_of(struct file *file, struct inode *ino
 	if (!p || p == d)
 		return NULL;
 	return p->d_inode;
+}
+
+/*
+ * Before a full decision of an open: the stamps its kept decision will be
+ * made at, in the hook's scratch (kept only if the scratch stayed the
+ * hook's: decision_keep).
+ */
+static __always_inline void scratch_stamps(struct who *w, struct file *file, struct inode *inode)
+{
+	struct inode *dir = dir_of(file, inode);
+	__u32 *s = stamp_of(inode->i_ino);
+
+	if (!w->s)
+		return;
+	w->s->stamp_file = s ? *(volatile __u32 *)s : 0;
+	s = dir ? stamp_of(dir->i_ino) : NULL;
+	w->s->stamp_dir = s ? *(volatile __u32 *)s : 0;
 }
 
 /*
@@ -788,9 +810,12 @@ static __noinline void decision_keep(struct who *w, struct file *file, long len,
 	struct custode_path_rule *rule;
 	struct custode_decision *c;
 	__u32 nlen, dirlen;
+	__u64 stamps;
 
 	if (!w->s || !w->run || !inode)
 		return;
+	/* read from the scratch before who_holds says it stayed this hook's */
+	stamps = (__u64)w->s->stamp_dir << 32 | w->s->stamp_file;
 	nlen = file->f_path.dentry->d_name.len;
 	if (dir && len >= 3 && len <= CUSTODE_PATH_MAX && nlen + 2 <= len) {
 		dirlen = (__u32)len - 2 - nlen; /* "D" "/" name NUL */
@@ -805,7 +830,7 @@ static __noinline void decision_keep(struct who *w, struct file *file, long len,
 			if (rule && (rule->flags & CUSTODE_PATH_RULE_NOTHING_BELOW) && who_holds(w) &&
 			    (c = decision_slot(w->run_cgid, dir->i_ino, CUSTODE_DECISION_DIR))) {
 				decision_store(c, w->run_cgid, dir, file->f_path.mnt, CUSTODE_DECISION_DIR, e,
-					       rule->allow & up, w->run->ruleset, dirlen);
+					       rule->allow & up, w->run->ruleset, dirlen, (__u32)(stamps >> 32));
 				return; /* the directory's decision serves this file too: no slot of its own */
 			}
 		}
@@ -813,7 +838,7 @@ static __noinline void decision_keep(struct who *w, struct file *file, long len,
 	/* allow came from the scratch: kept only if the scratch was this hook's throughout */
 	if (who_holds(w) && (c = decision_slot(w->run_cgid, inode->i_ino, CUSTODE_DECISION_FILE)))
 		decision_store(c, w->run_cgid, inode, file->f_path.mnt, CUSTODE_DECISION_FILE, e, allow,
-			       w->run->ruleset, 0);
+			       w->run->ruleset, 0, (__u32)stamps);
 }
 
 /*
@@ -1022,6 +1047,8 @@ FILE_LSM(file_open, custode_file_open, struct file *file, int ret)
 		return 0;
 
 	who_init_run(w, run_cgid);
+	if (cacheable)
+		scratch_stamps(w, file, inode);
 	ask_inode(&a, inode);
 	D_PATH_CHECKED(w, &a, &file->f_path, file->f_path.mnt);
 	/*
@@ -1177,9 +1204,9 @@ FILE_LSM(path_symlink, custode_path_symlink, const struct path *dir, struct dent
 }
 
 /*
- * Unlink, rmdir and link change the names of one inode and of no other: its
- * own stamp is bumped (by every process), so its kept decisions — and its
- * directory decision, for a directory — are decided afresh, and nothing
+ * Unlink, rmdir and link change the names of one inode and of no other:
+ * its own stamp is bumped (by every process), so its kept decisions — and
+ * its directory decision, for a directory — are decided afresh, and nothing
  * else is voided. A file unlinked elsewhere on the host (temporary files,
  * builds) costs other files' opens nothing. The names of every other file
  * keep their meaning: an unlinked name is no name, a linked one is a second
@@ -1188,16 +1215,40 @@ FILE_LSM(path_symlink, custode_path_symlink, const struct path *dir, struct dent
  * everything (rename_lock, mount_lock, custode_fs_gen): a moved directory
  * changes every path below it, and no hook runs after the move to say
  * which.
+ *
+ * The inode hooks, not the path ones: vfs_unlink, vfs_rmdir and vfs_link
+ * call them for every caller (overlayfs on its upper layer, nfsd, ksmbd,
+ * cachefiles: no path hook there), after the permission checks (a process
+ * that may not delete the name can't bump its stamp). A decision stores the
+ * stamp read before it started (epoch_stamps), so an unlink that runs while
+ * an open is decided voids what that open keeps.
  */
-FILE_LSM(path_unlink, custode_path_unlink, const struct path *dir, struct dentry *dentry, int ret)
+CUSTODE_LSM(inode_unlink, custode_inode_unlink, struct inode *dir, struct dentry *dentry, int ret)
 {
 	inode_stamp_bump(dentry->d_inode);
+	return ret;
+}
+
+CUSTODE_LSM(inode_rmdir, custode_inode_rmdir, struct inode *dir, struct dentry *dentry, int ret)
+{
+	inode_stamp_bump(dentry->d_inode);
+	return ret;
+}
+
+CUSTODE_LSM(inode_link, custode_inode_link, struct dentry *old_dentry, struct inode *dir, struct dentry *new_dentry, int ret)
+{
+	inode_stamp_bump(old_dentry->d_inode);
+	return ret;
+}
+
+/* Unlink and rmdir need delete on the name; the inode's kept decisions go in inode_unlink, above. */
+FILE_LSM(path_unlink, custode_path_unlink, const struct path *dir, struct dentry *dentry, int ret)
+{
 	return ret ? ret : dir_entry(w, CUSTODE_HOOK_PATH_UNLINK, CUSTODE_ACCESS_DELETE, dir, dentry);
 }
 
 FILE_LSM(path_rmdir, custode_path_rmdir, const struct path *dir, struct dentry *dentry, int ret)
 {
-	inode_stamp_bump(dentry->d_inode);
 	return ret ? ret : dir_entry(w, CUSTODE_HOOK_PATH_RMDIR, CUSTODE_ACCESS_DELETE, dir, dentry);
 }
 
@@ -1214,7 +1265,6 @@ FILE_LSM(path_link, custode_path_link, struct dentry *old_dentry, const struct p
 	__u32 allow;
 	int r;
 
-	inode_stamp_bump(old_dentry->d_inode);
 	if (ret)
 		return ret;
 	if (!who_init(w))

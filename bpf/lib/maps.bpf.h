@@ -85,9 +85,9 @@ struct {
 } custode_identity_filter SEC(".maps");
 
 /*
- * The file decision cache's generation: bumped by the kernel on unlink,
- * rmdir, link (any process) and by userspace when a run is cancelled,
- * unregistered or its rules change. A cached decision holds only while it
+ * The file decision cache's generation: bumped by the kernel on rename
+ * (any process; an unlink, rmdir or link bumps only its inode's stamp) and
+ * by userspace when a run is cancelled, unregistered or its rules change. A cached decision holds only while it
  * is unchanged (bpf/file.bpf.c).
  */
 struct {

@@ -256,7 +256,9 @@ struct custode_decision {
  * custode_inode_stamps (array of __u32): bumped, at the slot of an inode's
  * number, each time a dentry gets an inode (security_d_instantiate), so an
  * inode freed and its memory reused for another inode of the same number
- * can't inherit a decision kept for the address.
+ * can't inherit a decision kept for the address; and each time an inode of
+ * that number is unlinked, removed or linked (security_inode_unlink, _rmdir,
+ * _link), so a decision made through a name doesn't outlive the name.
  */
 #define CUSTODE_INODE_STAMPS 65536
 
