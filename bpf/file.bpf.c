@@ -47,9 +47,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * have changed meaning since it was computed — the kernel's rename_lock and
  * mount_lock sequence counts (what d_path itself checks) and custode_fs_gen
  * (renames, changed runs) are all unchanged, and the object's stamp too
- * (below: bumped when its inode gets or loses a name). Only allowing decisions are cached; denials always take
- * the full path and are reported. A second name of an inode opens the same
- * data the first name already may.
+ * (below: bumped when its inode gets or loses a name). Only allowing
+ * decisions are cached; denials always take the full path and are
+ * reported. A second name of an inode opens the same data the first name
+ * already may.
  *
  * The decisions live in one table of fixed size shared by every run
  * (custode_decisions, include/custode/abi.h, struct custode_decision): no
@@ -1220,7 +1221,7 @@ FILE_LSM(path_symlink, custode_path_symlink, const struct path *dir, struct dent
  * call them for every caller (overlayfs on its upper layer, nfsd, ksmbd,
  * cachefiles: no path hook there), after the permission checks (a process
  * that may not delete the name can't bump its stamp). A decision stores the
- * stamp read before it started (epoch_stamps), so an unlink that runs while
+ * stamp read before it started (scratch_stamps), so an unlink that runs while
  * an open is decided voids what that open keeps.
  */
 CUSTODE_LSM(inode_unlink, custode_inode_unlink, struct inode *dir, struct dentry *dentry, int ret)

@@ -87,8 +87,8 @@ struct {
 /*
  * The file decision cache's generation: bumped by the kernel on rename
  * (any process; an unlink, rmdir or link bumps only its inode's stamp) and
- * by userspace when a run is cancelled, unregistered or its rules change. A cached decision holds only while it
- * is unchanged (bpf/file.bpf.c).
+ * by userspace when a run is cancelled, unregistered or its rules change. A
+ * cached decision holds only while it is unchanged (bpf/file.bpf.c).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
